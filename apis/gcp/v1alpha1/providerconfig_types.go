@@ -1,0 +1,172 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+import (
+	"reflect"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+)
+
+// CredentialsSource is where the provider finds Google Cloud credentials.
+// +kubebuilder:validation:Enum=Secret;InjectedIdentity;ImpersonateServiceAccount
+type CredentialsSource string
+
+// Credential sources of the gcp backend.
+const (
+	// CredentialsSourceSecret reads a service account JSON key from a Secret.
+	CredentialsSourceSecret CredentialsSource = "Secret"
+	// CredentialsSourceInjectedIdentity uses application default
+	// credentials, such as GKE workload identity.
+	CredentialsSourceInjectedIdentity CredentialsSource = "InjectedIdentity"
+	// CredentialsSourceImpersonateServiceAccount impersonates a service
+	// account with application default credentials.
+	CredentialsSourceImpersonateServiceAccount CredentialsSource = "ImpersonateServiceAccount"
+)
+
+// ImpersonateServiceAccount names the service account to impersonate.
+type ImpersonateServiceAccount struct {
+	// Name is the e-mail of the service account.
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[a-z0-9._%+-]+@[a-z0-9.-]+$`
+	Name string `json:"name"`
+}
+
+// Credentials for Google Cloud. Exactly one source is used.
+// +kubebuilder:validation:XValidation:rule="(self.source == 'Secret') == has(self.secretRef)",message="credentials.secretRef must be set when, and only when, credentials.source is Secret"
+// +kubebuilder:validation:XValidation:rule="(self.source == 'ImpersonateServiceAccount') == has(self.impersonateServiceAccount)",message="credentials.impersonateServiceAccount must be set when, and only when, credentials.source is ImpersonateServiceAccount"
+type Credentials struct {
+	// Source of the credentials.
+	Source CredentialsSource `json:"source"`
+
+	// SecretRef selects the key of a Secret holding a service account JSON key.
+	// +optional
+	SecretRef *commonv1alpha1.SecretKeySelector `json:"secretRef,omitempty"`
+
+	// ImpersonateServiceAccount to act as.
+	// +optional
+	ImpersonateServiceAccount *ImpersonateServiceAccount `json:"impersonateServiceAccount,omitempty"`
+}
+
+// ProviderConfigSpec is how the provider reaches a Google Cloud project.
+type ProviderConfigSpec struct {
+	// ProjectID of the Google Cloud project proxies are created in.
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`
+	ProjectID string `json:"projectID"`
+
+	// Credentials for the project.
+	Credentials Credentials `json:"credentials"`
+
+	// Endpoint overrides the Compute Engine API endpoint, for private
+	// endpoints and tests, such as https://compute.example.internal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s"']+$`
+	Endpoint *string `json:"endpoint,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ProviderConfig configures how the provider reaches the gcp backend, for
+// managed resources in its own namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+type ProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProviderConfigList contains a list of ProviderConfig.
+type ProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfig `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ClusterProviderConfig configures how the provider reaches the gcp
+// backend, for managed resources in any namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,egressproxy}
+type ClusterProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterProviderConfigList contains a list of ClusterProviderConfig.
+type ClusterProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProviderConfig `json:"items"`
+}
+
+// A ProviderConfigStatus reflects the observed state of a provider config.
+type ProviderConfigStatus struct {
+	xpv2.ProviderConfigStatus `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ProviderConfigUsage records that a managed resource uses a ProviderConfig
+// or a ClusterProviderConfig, so a config in use cannot be deleted. One kind
+// serves both config kinds, as provider-kubernetes does.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="CONFIG-NAME",type="string",JSONPath=".providerConfigRef.name"
+// +kubebuilder:printcolumn:name="RESOURCE-KIND",type="string",JSONPath=".resourceRef.kind"
+// +kubebuilder:printcolumn:name="RESOURCE-NAME",type="string",JSONPath=".resourceRef.name"
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+type ProviderConfigUsage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	xpv2.TypedProviderConfigUsage `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProviderConfigUsageList contains a list of ProviderConfigUsage.
+type ProviderConfigUsageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfigUsage `json:"items"`
+}
+
+// Provider config type metadata.
+var (
+	ProviderConfigKind                      = reflect.TypeOf(ProviderConfig{}).Name()
+	ProviderConfigGroupVersionKind          = SchemeGroupVersion.WithKind(ProviderConfigKind)
+	ClusterProviderConfigKind               = reflect.TypeOf(ClusterProviderConfig{}).Name()
+	ClusterProviderConfigGroupVersionKind   = SchemeGroupVersion.WithKind(ClusterProviderConfigKind)
+	ProviderConfigUsageKind                 = reflect.TypeOf(ProviderConfigUsage{}).Name()
+	ProviderConfigUsageGroupVersionKind     = SchemeGroupVersion.WithKind(ProviderConfigUsageKind)
+	ProviderConfigUsageListKind             = reflect.TypeOf(ProviderConfigUsageList{}).Name()
+	ProviderConfigUsageListGroupVersionKind = SchemeGroupVersion.WithKind(ProviderConfigUsageListKind)
+)
+
+func init() {
+	SchemeBuilder.Register(&ProviderConfig{}, &ProviderConfigList{})
+	SchemeBuilder.Register(&ClusterProviderConfig{}, &ClusterProviderConfigList{})
+	SchemeBuilder.Register(&ProviderConfigUsage{}, &ProviderConfigUsageList{})
+}

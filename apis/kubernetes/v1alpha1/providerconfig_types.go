@@ -1,0 +1,146 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+import (
+	"reflect"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+)
+
+// CredentialsSource is where the provider finds the target cluster's credentials.
+// +kubebuilder:validation:Enum=Secret;InjectedIdentity
+type CredentialsSource string
+
+// Credential sources of the kubernetes backend.
+const (
+	// CredentialsSourceSecret reads a kubeconfig from a Secret.
+	CredentialsSourceSecret CredentialsSource = "Secret"
+	// CredentialsSourceInjectedIdentity uses the provider's own service
+	// account: the target is the cluster the provider runs in.
+	CredentialsSourceInjectedIdentity CredentialsSource = "InjectedIdentity"
+)
+
+// Credentials of a target cluster.
+// +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="credentials.secretRef is required when credentials.source is Secret"
+// +kubebuilder:validation:XValidation:rule="self.source == 'Secret' || !has(self.secretRef)",message="credentials.secretRef must not be set when credentials.source is InjectedIdentity: choose exactly one credential source"
+type Credentials struct {
+	// Source of the credentials.
+	Source CredentialsSource `json:"source"`
+
+	// SecretRef selects the key of a Secret holding a kubeconfig.
+	// +optional
+	SecretRef *commonv1alpha1.SecretKeySelector `json:"secretRef,omitempty"`
+}
+
+// ProviderConfigSpec is how the provider reaches a target cluster.
+type ProviderConfigSpec struct {
+	// Credentials of the target cluster.
+	Credentials Credentials `json:"credentials"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ProviderConfig configures how the provider reaches the kubernetes backend, for
+// managed resources in its own namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+type ProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProviderConfigList contains a list of ProviderConfig.
+type ProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfig `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ClusterProviderConfig configures how the provider reaches the kubernetes
+// backend, for managed resources in any namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,egressproxy}
+type ClusterProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterProviderConfigList contains a list of ClusterProviderConfig.
+type ClusterProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProviderConfig `json:"items"`
+}
+
+// A ProviderConfigStatus reflects the observed state of a provider config.
+type ProviderConfigStatus struct {
+	xpv2.ProviderConfigStatus `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ProviderConfigUsage records that a managed resource uses a ProviderConfig
+// or a ClusterProviderConfig, so a config in use cannot be deleted. One kind
+// serves both config kinds, as provider-kubernetes does.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="CONFIG-NAME",type="string",JSONPath=".providerConfigRef.name"
+// +kubebuilder:printcolumn:name="RESOURCE-KIND",type="string",JSONPath=".resourceRef.kind"
+// +kubebuilder:printcolumn:name="RESOURCE-NAME",type="string",JSONPath=".resourceRef.name"
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+type ProviderConfigUsage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	xpv2.TypedProviderConfigUsage `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProviderConfigUsageList contains a list of ProviderConfigUsage.
+type ProviderConfigUsageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfigUsage `json:"items"`
+}
+
+// Provider config type metadata.
+var (
+	ProviderConfigKind                      = reflect.TypeOf(ProviderConfig{}).Name()
+	ProviderConfigGroupVersionKind          = SchemeGroupVersion.WithKind(ProviderConfigKind)
+	ClusterProviderConfigKind               = reflect.TypeOf(ClusterProviderConfig{}).Name()
+	ClusterProviderConfigGroupVersionKind   = SchemeGroupVersion.WithKind(ClusterProviderConfigKind)
+	ProviderConfigUsageKind                 = reflect.TypeOf(ProviderConfigUsage{}).Name()
+	ProviderConfigUsageGroupVersionKind     = SchemeGroupVersion.WithKind(ProviderConfigUsageKind)
+	ProviderConfigUsageListKind             = reflect.TypeOf(ProviderConfigUsageList{}).Name()
+	ProviderConfigUsageListGroupVersionKind = SchemeGroupVersion.WithKind(ProviderConfigUsageListKind)
+)
+
+func init() {
+	SchemeBuilder.Register(&ProviderConfig{}, &ProviderConfigList{})
+	SchemeBuilder.Register(&ClusterProviderConfig{}, &ClusterProviderConfigList{})
+	SchemeBuilder.Register(&ProviderConfigUsage{}, &ProviderConfigUsageList{})
+}

@@ -1,0 +1,109 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command provider runs the egress proxy Crossplane provider.
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"go.opentelemetry.io/otel"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/version"
+)
+
+func main() {
+	var (
+		app              = kingpin.New(filepath.Base(os.Args[0]), "Egress proxies on Kubernetes, Compute Engine and libvirt, for Crossplane.").DefaultEnvars()
+		debug            = app.Flag("debug", "Run with debug logging.").Short('d').Bool()
+		leaderElection   = app.Flag("leader-election", "Use leader election for the controller manager.").Short('l').Default("false").Envar("LEADER_ELECTION").Bool()
+		syncInterval     = app.Flag("sync", "How often all resources are checked for drift from the desired state.").Short('s').Default("1h").Duration()
+		pollInterval     = app.Flag("poll", "How often each resource is checked for drift from the desired state.").Default("1m").Duration()
+		pollStateMetric  = app.Flag("poll-state-metric", "How often the state metrics are recorded.").Default("5s").Duration()
+		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles per controller.").Default("10").Int()
+		timeout          = app.Flag("timeout", "The longest one reconcile, and every backend call in it, may take.").Default("1m").Duration()
+		mgmtPolicies     = app.Flag("enable-management-policies", "Enable support for management policies.").Default("true").Envar("ENABLE_MANAGEMENT_POLICIES").Bool()
+		instance         = app.Flag("provider-instance", "Name of this provider deployment in the ownership labels, so deployments sharing a backend never touch each other's instances.").Default("default").String()
+		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
+		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
+	)
+	kingpin.MustParse(app.Parse(os.Args[1:]))
+
+	zl := zap.New(zap.UseDevMode(*debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
+	ctrl.SetLogger(zl)
+	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
+
+	cfg, err := ctrl.GetConfig()
+	kingpin.FatalIfError(err, "Cannot get API server rest config")
+
+	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
+		Cache:                      cache.Options{SyncPeriod: syncInterval},
+		LeaderElection:             *leaderElection,
+		LeaderElectionID:           "crossplane-leader-election-provider-egressproxy",
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              &leaseDuration,
+		RenewDeadline:              &renewDeadline,
+		Metrics:                    metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:     *healthAddr,
+	})
+	kingpin.FatalIfError(err, "Cannot create controller manager")
+	kingpin.FatalIfError(apis.AddToScheme(mgr.GetScheme()), "Cannot add the provider's APIs to scheme")
+	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")
+	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add the ready check")
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	backendMetrics := backend.NewMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics)
+
+	o := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: *maxReconcileRate,
+		PollInterval:            *pollInterval,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
+		Features:                &feature.Flags{},
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: *pollStateMetric,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+	}
+	if *mgmtPolicies {
+		o.Features.Enable(feature.EnableBetaManagementPolicies)
+	}
+
+	kingpin.FatalIfError(controllers.Setup(mgr, proxy.Options{
+		Options:          o,
+		ProviderInstance: *instance,
+		Timeout:          *timeout,
+		// The tracer is the global one: a no-op until an OpenTelemetry SDK
+		// is configured in this process.
+		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
+	}, backends()), "Cannot set up the provider's controllers")
+	kingpin.FatalIfError(mgr.Start(ctrl.SetupSignalHandler()), "Cannot start controller manager")
+}

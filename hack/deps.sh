@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests run for real (squid, cloud-init, a
+# private libvirtd with QEMU/TCG). Idempotent: it only calls apt for what is
+# missing, so a warm machine pays nothing.
+#
+#   hack/deps.sh [squid] [cloud-init] [libvirt]   (no argument: all of them)
+set -euo pipefail
+
+declare -A groups=(
+  [squid]="squid"
+  [cloud-init]="cloud-init"
+  [libvirt]="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils dnsmasq-base iptables"
+)
+
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(squid cloud-init libvirt)
+
+missing=()
+for g in "${want[@]}"; do
+  for p in ${groups[$g]:?unknown group $g}; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "hack/deps.sh: need root to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "[deps] installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  # Only refresh the package lists when they are missing or older than a day.
+  if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ]; then
+    apt-get update -qq >&2
+  fi
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# libvirtd refuses to start without this user, even when QEMU runs as root.
+for g in "${want[@]}"; do
+  if [ "$g" = libvirt ] && ! id libvirt-qemu >/dev/null 2>&1; then
+    groupadd -r libvirt-qemu 2>/dev/null || true
+    useradd -r -g libvirt-qemu -s /usr/sbin/nologin libvirt-qemu
+  fi
+done

@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package backend
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ManagedByValue is the value of the managed-by label on everything the
+// provider creates.
+const ManagedByValue = "provider-egressproxy"
+
+// LabelKeys are the keys of the ownership labels in one backend's syntax.
+type LabelKeys struct {
+	// ManagedBy marks an object as created by this provider.
+	ManagedBy string
+	// OwnerUID is the UID of the managed resource that owns the object.
+	OwnerUID string
+	// ProviderInstance tells apart provider deployments that share a
+	// backend, so one never collects the other's instances.
+	ProviderInstance string
+	// OwnerNamespace and OwnerName are for people reading the backend.
+	OwnerNamespace string
+	OwnerName      string
+}
+
+// KubernetesLabelKeys are label keys for Kubernetes objects.
+var KubernetesLabelKeys = LabelKeys{
+	ManagedBy:        "egressproxy.io/managed-by",
+	OwnerUID:         "egressproxy.io/owner-uid",
+	ProviderInstance: "egressproxy.io/provider-instance",
+	OwnerNamespace:   "egressproxy.io/owner-namespace",
+	OwnerName:        "egressproxy.io/owner-name",
+}
+
+// CloudLabelKeys are label keys for backends whose keys allow only
+// lower-case letters, digits, dashes and underscores (GCE labels, libvirt
+// metadata). The egressproxy- prefix is reserved at admission.
+var CloudLabelKeys = LabelKeys{
+	ManagedBy:        "egressproxy-managed-by",
+	OwnerUID:         "egressproxy-owner-uid",
+	ProviderInstance: "egressproxy-provider-instance",
+	OwnerNamespace:   "egressproxy-owner-namespace",
+	OwnerName:        "egressproxy-owner-name",
+}
+
+// Ownership is what the ownership labels of an instance say.
+type Ownership struct {
+	// Owner of the instance.
+	Owner Owner
+	// ProviderInstance that created the instance.
+	ProviderInstance string
+}
+
+// Labels returns the ownership labels in the syntax of keys. Values are
+// label-safe on every backend: UIDs are lower-case hex and dashes, and
+// Kubernetes names are at most 63 characters (enforced at admission).
+func (o Ownership) Labels(keys LabelKeys) map[string]string {
+	return map[string]string{
+		keys.ManagedBy:        ManagedByValue,
+		keys.OwnerUID:         string(o.Owner.UID),
+		keys.ProviderInstance: o.ProviderInstance,
+		keys.OwnerNamespace:   o.Owner.Namespace,
+		keys.OwnerName:        o.Owner.Name,
+	}
+}
+
+// OwnershipFromLabels reads ownership back from labels. ok is false when the
+// labels do not mark the object as ours.
+func OwnershipFromLabels(keys LabelKeys, l map[string]string) (Ownership, bool) {
+	if l[keys.ManagedBy] != ManagedByValue || l[keys.OwnerUID] == "" {
+		return Ownership{}, false
+	}
+	return Ownership{
+		Owner: Owner{
+			UID:       types.UID(l[keys.OwnerUID]),
+			Namespace: l[keys.OwnerNamespace],
+			Name:      l[keys.OwnerName],
+		},
+		ProviderInstance: l[keys.ProviderInstance],
+	}, true
+}
+
+// OwnedBy reports whether labels say the object belongs to want. Create uses
+// it before adopting an object that already exists: adopting another
+// resource's instance would hand one team's proxy to another.
+func OwnedBy(keys LabelKeys, l map[string]string, want Ownership) bool {
+	got, ok := OwnershipFromLabels(keys, l)
+	return ok && got.Owner.UID == want.Owner.UID && got.ProviderInstance == want.ProviderInstance
+}
+
+// Collectable reports whether the garbage collector may delete an instance
+// found by List: it is ours, its owner is gone, and it is older than minAge.
+// A zero creation time is never collectable: a backend that failed to read
+// it back must not lose a fresh instance.
+func Collectable(in Instance, providerInstance string, ownerExists func(types.UID) bool, minAge time.Duration, now time.Time) bool {
+	if in.Ownership.ProviderInstance != providerInstance || in.CreatedAt.IsZero() {
+		return false
+	}
+	if now.Sub(in.CreatedAt) < minAge {
+		return false
+	}
+	return !ownerExists(in.Ownership.Owner.UID)
+}

@@ -1,0 +1,75 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package kvmproxy wires the KVMProxy managed resource to the kvm backend.
+package kvmproxy
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+)
+
+// BackendName names the backend in messages and metrics.
+const BackendName = "kvm"
+
+const errFmtConfigType = "unexpected provider config type %T"
+
+// Backend is the kvm backend as the controller sees it.
+type Backend = backend.Backend[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
+
+// BackendFactory builds the backend for a provider config's spec.
+type BackendFactory = proxy.BackendFactory[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
+
+// kind adapts KVMProxy to the shared proxy reconciler.
+type kind struct{}
+
+func (kind) Proxy(mg *v1alpha1.KVMProxy) commonv1alpha1.ProxyParameters {
+	return mg.Spec.ForProvider.ProxyParameters
+}
+
+func (kind) Params(mg *v1alpha1.KVMProxy) v1alpha1.KVMProxyParameters { return mg.Spec.ForProvider }
+
+func (kind) SetObservation(mg *v1alpha1.KVMProxy, o backend.Observation[v1alpha1.KVMProxyObservation]) {
+	mg.Status.AtProvider = o.Extra
+	mg.Status.AtProvider.ProxyObservation = proxy.CommonObservation(o)
+}
+
+func (kind) MaxNameLength() int { return backend.MaxNameLibvirt }
+
+// ConfigSpec returns the spec of a resolved ProviderConfig or
+// ClusterProviderConfig of the group.
+func ConfigSpec(cfg proxy.Config) (v1alpha1.ProviderConfigSpec, error) {
+	switch pc := cfg.Object.(type) {
+	case *v1alpha1.ProviderConfig:
+		return pc.Spec, nil
+	case *v1alpha1.ClusterProviderConfig:
+		return pc.Spec, nil
+	}
+	return v1alpha1.ProviderConfigSpec{}, errors.Errorf(errFmtConfigType, cfg.Object)
+}
+
+// Setup adds the KVMProxy controller to mgr. A nil factory registers the
+// controller anyway, so resources report that the backend is missing instead
+// of being ignored.
+func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
+	c := proxy.NewConnector(proxy.ConnectorConfig[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
+		Kube:    mgr.GetClient(),
+		Usage:   &v1alpha1.ProviderConfigUsage{},
+		Kind:    kind{},
+		Backend: BackendName,
+		NewConfigs: func() (client.Object, client.Object) {
+			return &v1alpha1.ProviderConfig{}, &v1alpha1.ClusterProviderConfig{}
+		},
+		NewBackend: f,
+	}, o)
+	return proxy.Setup(mgr, o, v1alpha1.KVMProxyGroupVersionKind, &v1alpha1.KVMProxy{}, c, backend.MaxNameLibvirt)
+}

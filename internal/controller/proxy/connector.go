@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+const errFmtNoBackend = "the %s backend is not available in this build of the provider"
+
+// BackendFactory builds (or returns a cached) backend for a resolved
+// provider config.
+type BackendFactory[P, O any] func(ctx context.Context, kube client.Client, cfg Config) (backend.Backend[P, O], error)
+
+// Connector connects managed resources of one kind to their backend: it
+// tracks provider config usage, resolves the config and hands the backend to
+// an External. It holds no CRUD logic, as in provider-kubernetes.
+type Connector[M resource.ModernManaged, P, O any] struct {
+	kube        client.Client
+	usage       *resource.ProviderConfigUsageTracker
+	kind        Kind[M, P, O]
+	backendName string
+	newConfigs  func() (pc, cpc client.Object)
+	newBackend  BackendFactory[P, O]
+	opts        Options
+}
+
+// ConnectorConfig is what a Connector needs.
+type ConnectorConfig[M resource.ModernManaged, P, O any] struct {
+	// Kube is the client of the control plane.
+	Kube client.Client
+	// Usage is the ProviderConfigUsage kind of the group.
+	Usage resource.TypedProviderConfigUsage
+	// Kind adapts the managed resource kind.
+	Kind Kind[M, P, O]
+	// Backend names the backend in messages and metrics.
+	Backend string
+	// NewConfigs returns empty ProviderConfig and ClusterProviderConfig
+	// objects of the group.
+	NewConfigs func() (pc, cpc client.Object)
+	// NewBackend builds the backend; nil while the backend is not built in.
+	NewBackend BackendFactory[P, O]
+}
+
+// NewConnector returns a Connector.
+func NewConnector[M resource.ModernManaged, P, O any](c ConnectorConfig[M, P, O], o Options) *Connector[M, P, O] {
+	return &Connector[M, P, O]{
+		kube:        c.Kube,
+		usage:       resource.NewProviderConfigUsageTracker(c.Kube, c.Usage),
+		kind:        c.Kind,
+		backendName: c.Backend,
+		newConfigs:  c.NewConfigs,
+		newBackend:  c.NewBackend,
+		opts:        o,
+	}
+}
+
+// Connect returns an external client for mg.
+func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedExternalClient[M], error) {
+	pc, cpc := c.newConfigs()
+	cfg, err := ResolveConfig(ctx, c.kube, c.usage, mg, pc, cpc)
+	if err != nil {
+		return nil, err
+	}
+	if c.newBackend == nil {
+		return nil, backend.Permanent(errors.Errorf(errFmtNoBackend, c.backendName))
+	}
+	b, err := c.newBackend(ctx, c.kube, cfg)
+	if err != nil {
+		return nil, err
+	}
+	i := c.opts.Instrumentation
+	if i == nil {
+		i = backend.NewInstrumentation()
+	}
+	return NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance), nil
+}
+
+// CommonObservation returns the fields every proxy kind reports.
+func CommonObservation[O any](o backend.Observation[O]) commonv1alpha1.ProxyObservation {
+	po := commonv1alpha1.ProxyObservation{
+		Endpoint:       o.Endpoint,
+		EgressIPs:      o.EgressIPs,
+		InstanceID:     o.ID,
+		State:          o.State,
+		ConfigChecksum: o.ConfigChecksum,
+	}
+	if !o.CreatedAt.IsZero() {
+		t := metaTime(o.CreatedAt)
+		po.CreatedAt = &t
+	}
+	return po
+}

@@ -1,0 +1,205 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package kube starts a real kube-apiserver and etcd (controller-runtime's
+// envtest, on binaries hack/tools.sh builds from the module proxy) with the
+// provider's CRDs installed, for integration tests.
+package kube
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+)
+
+const (
+	errNoBinaries   = "the envtest binaries are not built (hack/tools.sh build etcd kube-apiserver kubectl)"
+	errStart        = "cannot start kube-apiserver and etcd"
+	errScheme       = "cannot build the scheme"
+	errClient       = "cannot create a client"
+	errWriteKubecfg = "cannot write a kubeconfig"
+)
+
+// Env is a running control plane.
+type Env struct {
+	// Config reaches the apiserver as a member of system:masters.
+	Config *rest.Config
+	// Client reads and writes core types and the provider's APIs.
+	Client client.Client
+	// Scheme knows core types and the provider's APIs.
+	Scheme *runtime.Scheme
+	// Kubeconfig is the path of a kubeconfig file for Config, for child
+	// processes and kubectl.
+	Kubeconfig string
+	// BinDir holds etcd, kube-apiserver and kubectl.
+	BinDir string
+
+	env *envtest.Environment
+	dir string
+}
+
+// BinDir returns the folder of the envtest binaries, or "" if they are not
+// built yet.
+func BinDir() string {
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "tools.sh"), "cached-envtest").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// CRDDirs are the folders of the CRDs installed into every Env.
+func CRDDirs() []string {
+	return []string{filepath.Join(testenv.RepoRoot(), "package", "provider", "crds")}
+}
+
+// New starts a control plane with the provider's CRDs and extra CRD folders.
+func New(extraCRDDirs ...string) (*Env, error) {
+	bin := BinDir()
+	if bin == "" {
+		return nil, errors.New(errNoBinaries)
+	}
+	e := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths:     append(CRDDirs(), extraCRDDirs...),
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		return nil, errors.Wrap(err, errStart)
+	}
+	env := &Env{Config: cfg, env: e, BinDir: bin}
+	if err := env.init(); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func (e *Env) init() error {
+	e.Scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(e.Scheme); err != nil {
+		return errors.Wrap(err, errScheme)
+	}
+	if err := apis.AddToScheme(e.Scheme); err != nil {
+		return errors.Wrap(err, errScheme)
+	}
+	c, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return errors.Wrap(err, errClient)
+	}
+	e.Client = c
+	dir, err := os.MkdirTemp("", "egressproxy-kube-")
+	if err != nil {
+		return errors.Wrap(err, errWriteKubecfg)
+	}
+	e.dir = dir
+	e.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	return errors.Wrap(WriteKubeconfig(e.Config, e.Kubeconfig), errWriteKubecfg)
+}
+
+// Stop stops the control plane and removes its files.
+func (e *Env) Stop() {
+	_ = e.env.Stop()
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// Start starts a control plane for one test and stops it when the test ends.
+// It skips (fails in CI) when the binaries are not built.
+func Start(t testing.TB, extraCRDDirs ...string) *Env {
+	t.Helper()
+	if BinDir() == "" {
+		testenv.Missing(t, errNoBinaries)
+	}
+	e, err := New(extraCRDDirs...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+var shared struct {
+	once sync.Once
+	env  *Env
+	err  error
+}
+
+// Shared returns one control plane per test binary, started on first use;
+// Main stops it. Tests that share it must use namespaces of their own.
+func Shared(t testing.TB) *Env {
+	t.Helper()
+	if BinDir() == "" {
+		testenv.Missing(t, errNoBinaries)
+	}
+	shared.once.Do(func() { shared.env, shared.err = New() })
+	if shared.err != nil {
+		t.Fatalf("%v", shared.err)
+	}
+	return shared.env
+}
+
+// Main runs the tests of a package and stops the shared control plane:
+// func TestMain(m *testing.M) { os.Exit(kube.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.env != nil {
+		shared.env.Stop()
+	}
+	return code
+}
+
+// Namespace creates a namespace for one test and returns its name.
+func (e *Env) Namespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := e.Client.Create(t.Context(), ns); err != nil {
+		t.Fatalf("cannot create namespace: %v", err)
+	}
+	return ns.GetName()
+}
+
+// WriteKubeconfig writes a kubeconfig file for cfg.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
+	}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	kc.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// CreateNamespace creates a namespace of a given name, if it is missing.
+func (e *Env) CreateNamespace(t testing.TB, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(t.Context(), ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatalf("cannot create namespace %s: %v", name, err)
+	}
+}
