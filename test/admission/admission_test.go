@@ -131,14 +131,14 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"NameTooLong":          {set(kubernetesProxy(), "metadata.name", strings.Repeat("a", 64)), "metadata.name", "at most 63"},
 
 		// KubernetesProxy.
-		"K8sNoNamespace":       {set(kubernetesProxy(), fp+"namespace", nil), fp + "namespace", "Required"},
-		"K8sBadNamespace":      {set(kubernetesProxy(), fp+"namespace", "Egress_1"), fp + "namespace", "should match"},
-		"K8sReplicasZero":      {set(kubernetesProxy(), fp+"replicas", int64(0)), fp + "replicas", "greater than or equal to 1"},
-		"K8sReplicasTooMany":   {set(kubernetesProxy(), fp+"replicas", int64(100)), fp + "replicas", "less than or equal to 20"},
-		"K8sServiceType":       {set(kubernetesProxy(), fp+"serviceType", "ExternalName"), fp + "serviceType", "Unsupported value"},
-		"K8sLBIPWithoutLB":     {set(kubernetesProxy(), fp+"loadBalancerIP", "203.0.113.7"), fp[:len(fp)-1], "loadBalancerIP can only be set when serviceType is LoadBalancer"},
-		"K8sLBIPNotIP":         {set(set(kubernetesProxy(), fp+"serviceType", "LoadBalancer"), fp+"loadBalancerIP", "lb.example.com"), fp + "loadBalancerIP", "must be an IP address"},
-		"K8sImageWithSpace":    {set(kubernetesProxy(), fp+"image", "squid:5 --x"), fp + "image", "should match"},
+		"K8sNoNamespace":     {set(kubernetesProxy(), fp+"namespace", nil), fp + "namespace", "Required"},
+		"K8sBadNamespace":    {set(kubernetesProxy(), fp+"namespace", "Egress_1"), fp + "namespace", "should match"},
+		"K8sReplicasZero":    {set(kubernetesProxy(), fp+"replicas", int64(0)), fp + "replicas", "greater than or equal to 1"},
+		"K8sReplicasTooMany": {set(kubernetesProxy(), fp+"replicas", int64(100)), fp + "replicas", "less than or equal to 20"},
+		"K8sServiceType":     {set(kubernetesProxy(), fp+"serviceType", "ExternalName"), fp + "serviceType", "Unsupported value"},
+		"K8sLBIPWithoutLB":   {set(kubernetesProxy(), fp+"loadBalancerIP", "203.0.113.7"), fp[:len(fp)-1], "loadBalancerIP can only be set when serviceType is LoadBalancer"},
+		"K8sLBIPNotIP":       {set(set(kubernetesProxy(), fp+"serviceType", "LoadBalancer"), fp+"loadBalancerIP", "lb.example.com"), fp + "loadBalancerIP", "must be an IP address"},
+		"K8sImageWithSpace":  {set(kubernetesProxy(), fp+"image", "squid:5 --x"), fp + "image", "should match"},
 
 		// GCPProxy.
 		"GCPNoZone":          {set(gcpProxy(), fp+"zone", nil), fp + "zone", "Required"},
@@ -155,18 +155,18 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"GCPLongAddressName": {set(gcpProxy(), fp+"address", obj{"name": "a" + strings.Repeat("b", 63)}), fp + "address.name", "63"},
 
 		// KVMProxy.
-		"KVMNoBaseImage":      {set(kvmProxy(), fp+"baseImageVolume", nil), fp + "baseImageVolume", "Required"},
-		"KVMBadBaseImage":     {set(kvmProxy(), fp+"baseImageVolume", "../etc/passwd"), fp + "baseImageVolume", "should match"},
-		"KVMDiskTooBig":       {set(kvmProxy(), fp+"diskGiB", int64(4096)), fp + "diskGiB", "less than or equal to 2048"},
-		"KVMMemoryTooSmall":   {set(kvmProxy(), fp+"memoryMiB", int64(64)), fp + "memoryMiB", "greater than or equal to 128"},
-		"KVMTooManyVCPUs":     {set(kvmProxy(), fp+"vcpus", int64(128)), fp + "vcpus", "less than or equal to 64"},
-		"KVMDomainType":       {set(kvmProxy(), fp+"domainType", "xen"), fp + "domainType", "Unsupported value"},
-		"KVMNetworkBoth":      {set(kvmProxy(), fp+"network", obj{"name": "default", "bridge": "br0"}), fp + "network", "exactly one of name and bridge"},
-		"KVMNetworkNeither":   {set(kvmProxy(), fp+"network", obj{}), fp + "network", "exactly one of name and bridge"},
-		"KVMBadPool":          {set(kvmProxy(), fp+"pool", "my pool"), fp + "pool", "should match"},
-		"KVMUserDataNoKey":    {set(kvmProxy(), fp+"userDataSecretRef", obj{"name": "ud"}), fp + "userDataSecretRef.key", "Required"},
-		"KVMBridgeTooLong":    {set(kvmProxy(), fp+"network", obj{"bridge": "bridge-name-too-long"}), fp + "network.bridge", "15"},
-		"ConfigBadPCKind":     {set(kvmProxy(), "spec.providerConfigRef", obj{"kind": "Config", "name": "x"}), "spec", "providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig"},
+		"KVMNoBaseImage":    {set(kvmProxy(), fp+"baseImageVolume", nil), fp + "baseImageVolume", "Required"},
+		"KVMBadBaseImage":   {set(kvmProxy(), fp+"baseImageVolume", "../etc/passwd"), fp + "baseImageVolume", "should match"},
+		"KVMDiskTooBig":     {set(kvmProxy(), fp+"diskGiB", int64(4096)), fp + "diskGiB", "less than or equal to 2048"},
+		"KVMMemoryTooSmall": {set(kvmProxy(), fp+"memoryMiB", int64(64)), fp + "memoryMiB", "greater than or equal to 128"},
+		"KVMTooManyVCPUs":   {set(kvmProxy(), fp+"vcpus", int64(128)), fp + "vcpus", "less than or equal to 64"},
+		"KVMDomainType":     {set(kvmProxy(), fp+"domainType", "xen"), fp + "domainType", "Unsupported value"},
+		"KVMNetworkBoth":    {set(kvmProxy(), fp+"network", obj{"name": "default", "bridge": "br0"}), fp + "network", "exactly one of name and bridge"},
+		"KVMNetworkNeither": {set(kvmProxy(), fp+"network", obj{}), fp + "network", "exactly one of name and bridge"},
+		"KVMBadPool":        {set(kvmProxy(), fp+"pool", "my pool"), fp + "pool", "should match"},
+		"KVMUserDataNoKey":  {set(kvmProxy(), fp+"userDataSecretRef", obj{"name": "ud"}), fp + "userDataSecretRef.key", "Required"},
+		"KVMBridgeTooLong":  {set(kvmProxy(), fp+"network", obj{"bridge": "bridge-name-too-long"}), fp + "network.bridge", "15"},
+		"ConfigBadPCKind":   {set(kvmProxy(), "spec.providerConfigRef", obj{"kind": "Config", "name": "x"}), "spec", "providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig"},
 
 		// Provider configs.
 		"K8sConfigNoSource":        {set(kubernetesConfig(), "spec.credentials.source", nil), "spec.credentials.source", "Required"},

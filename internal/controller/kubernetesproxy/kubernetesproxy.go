@@ -36,7 +36,9 @@ func (kind) Proxy(mg *v1alpha1.KubernetesProxy) commonv1alpha1.ProxyParameters {
 	return mg.Spec.ForProvider.ProxyParameters
 }
 
-func (kind) Params(mg *v1alpha1.KubernetesProxy) v1alpha1.KubernetesProxyParameters { return mg.Spec.ForProvider }
+func (kind) Params(mg *v1alpha1.KubernetesProxy) v1alpha1.KubernetesProxyParameters {
+	return mg.Spec.ForProvider
+}
 
 func (kind) SetObservation(mg *v1alpha1.KubernetesProxy, o backend.Observation[v1alpha1.KubernetesProxyObservation]) {
 	mg.Status.AtProvider = o.Extra
