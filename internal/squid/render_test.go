@@ -1,0 +1,268 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package squid
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// typical is a Config as a backend would build it.
+func typical(mods ...func(*Config)) Config {
+	c := Config{
+		Port:         3128,
+		ClientCIDRs:  []string{"10.0.0.0/8", "192.168.0.0/16"},
+		Destinations: []string{"api.github.com", ".googleapis.com", "203.0.113.0/24", "2001:db8::/32"},
+		ConnectPorts: []int32{443},
+	}
+	for _, m := range mods {
+		m(&c)
+	}
+	return c
+}
+
+// renderCase is shared with TestRenderParsesWithSquid, so every rendered
+// table case is also checked by the real squid.
+type renderCase struct {
+	reason string
+	c      Config
+	// want are lines that must appear, in this order, in the output.
+	want []string
+	// absent are lines that must not appear.
+	absent []string
+}
+
+func renderCases() map[string]renderCase {
+	return map[string]renderCase{
+		"Typical": {
+			reason: "A typical config listens on the port, admits the client CIDRs and allows the destinations after every deny.",
+			c:      typical(),
+			want: []string{
+				"http_port 3128",
+				"via off",
+				"forwarded_for delete",
+				"cache deny all",
+				"auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/egressproxy/htpasswd",
+				"acl ep_clients src 10.0.0.0/8",
+				"acl ep_clients src 192.168.0.0/16",
+				"acl ep_connect_ports port 443",
+				"acl ep_dst_names dstdomain -n .googleapis.com",
+				"acl ep_dst_names dstdomain -n api.github.com",
+				"acl ep_dst_nets dst 203.0.113.0/24",
+				"acl ep_dst_nets dst 2001:db8::/32",
+				"http_access deny !ep_clients",
+				"http_access deny manager",
+				"http_access deny !ep_connect !ep_http",
+				"http_access deny ep_connect !ep_connect_ports",
+				"http_access deny !ep_authed",
+				"http_access allow ep_dst_names",
+				"http_access allow ep_dst_nets",
+				"http_access deny all",
+			},
+			absent: []string{"http_access deny ep_private", "hosts_file /etc/hosts"},
+		},
+		"SuffixCoversExactNames": {
+			reason: "squid refuses a dstdomain list with both example.com and .example.com, so a suffix swallows what it covers.",
+			c: typical(func(c *Config) {
+				c.Destinations = []string{"a.b.example.com", "Example.COM", ".b.example.com", ".example.com", "example.org", "notexample.com"}
+			}),
+			want: []string{
+				"acl ep_dst_names dstdomain -n .example.com",
+				"acl ep_dst_names dstdomain -n example.org",
+				"acl ep_dst_names dstdomain -n notexample.com",
+			},
+			absent: []string{
+				"acl ep_dst_names dstdomain -n example.com",
+				"acl ep_dst_names dstdomain -n .b.example.com",
+				"acl ep_dst_names dstdomain -n a.b.example.com",
+			},
+		},
+		"NestedCIDRsAndBareAddresses": {
+			reason: "Nested and duplicate prefixes collapse to the widest; a bare address is a host prefix.",
+			c: typical(func(c *Config) {
+				c.ClientCIDRs = []string{"10.1.0.0/16", "10.0.0.0/8", "10.0.0.0/8", "127.0.0.1", "::1"}
+				c.Destinations = []string{"198.51.100.7", "2001:db8::1", "2001:db8::/64"}
+			}),
+			want: []string{
+				"acl ep_clients src 10.0.0.0/8",
+				"acl ep_clients src 127.0.0.1/32",
+				"acl ep_clients src ::1/128",
+				"acl ep_dst_nets dst 198.51.100.7/32",
+				"acl ep_dst_nets dst 2001:db8::/64",
+			},
+			absent: []string{"acl ep_clients src 10.1.0.0/16", "acl ep_dst_nets dst 2001:db8::1/128", "http_access allow ep_dst_names"},
+		},
+		"AddressFamiliesStayApart": {
+			reason: "squid reads 0.0.0.0/0 as all and matches IPv6 prefixes around ::ffff:0:0/96 against IPv4, so both are rewritten.",
+			c:      typical(func(c *Config) { c.ClientCIDRs = []string{"0.0.0.0/0", "::/0"} }),
+			want: []string{
+				"acl ep_clients src 0.0.0.0/1",
+				"acl ep_clients src 128.0.0.0/1",
+				"acl ep_clients src ::/81",
+				"acl ep_clients src ::fffe:0:0/96",
+				"acl ep_clients src ::1:0:0:0/80",
+				"acl ep_clients src 8000::/1",
+			},
+			absent: []string{"acl ep_clients src 0.0.0.0/0", "acl ep_clients src ::/0", "acl ep_clients src ::ffff:0:0/96"},
+		},
+		"DenyPrivateDestinations": {
+			reason: "The private ranges are denied with a dst ACL after authentication and before any allow.",
+			c:      typical(func(c *Config) { c.DenyPrivateDestinations = true }),
+			want: []string{
+				"acl ep_private dst 10.0.0.0/8",
+				"acl ep_private dst 100.64.0.0/10",
+				"acl ep_private dst 127.0.0.0/8",
+				"acl ep_private dst 169.254.0.0/16",
+				"acl ep_private dst ::1/128",
+				"acl ep_private dst fc00::/7",
+				"acl ep_private dst fe80::/10",
+				"http_access deny !ep_authed",
+				"http_access deny ep_private",
+				"http_access allow ep_dst_names",
+			},
+		},
+		"NoClientsDeniesAll": {
+			reason: "No client CIDRs means no client: the first rule denies everything.",
+			c:      typical(func(c *Config) { c.ClientCIDRs = nil }),
+			want:   []string{"http_access deny all", "http_access deny manager"},
+			absent: []string{"http_access deny !ep_clients"},
+		},
+		"NoConnectPortsDeniesConnect": {
+			reason: "No CONNECT ports means no CONNECT at all.",
+			c:      typical(func(c *Config) { c.ConnectPorts = nil }),
+			want:   []string{"http_access deny ep_connect", "http_access deny !ep_authed"},
+			absent: []string{"http_access deny ep_connect !ep_connect_ports"},
+		},
+		"NoDestinationsAllowsNothing": {
+			reason: "No destinations means no allow rule at all.",
+			c:      typical(func(c *Config) { c.Destinations = nil }),
+			want:   []string{"http_access deny !ep_authed", "http_access deny all"},
+			absent: []string{"http_access allow ep_dst_names", "http_access allow ep_dst_nets"},
+		},
+		"PortsSortedAndDeduplicated": {
+			reason: "CONNECT ports are sorted and deduplicated.",
+			c:      typical(func(c *Config) { c.ConnectPorts = []int32{8443, 443, 8443, 1} }),
+			want:   []string{"acl ep_connect_ports port 1", "acl ep_connect_ports port 443", "acl ep_connect_ports port 8443"},
+		},
+		"HostPaths": {
+			reason: "Test and host paths replace the production defaults.",
+			c: typical(func(c *Config) {
+				c.ListenAddress = "::1"
+				c.Port = 65535
+				c.HtpasswdPath = "/tmp/x/htpasswd"
+				c.PIDFile = "none"
+				c.CacheLog = "/dev/stderr"
+				c.AccessLog = "/dev/stdout"
+				c.CoredumpDir = "/tmp/x"
+				c.HostsFile = "/tmp/x/hosts"
+			}),
+			want: []string{
+				"http_port [::1]:65535",
+				"pid_filename none",
+				"cache_log /dev/stderr",
+				"coredump_dir /tmp/x",
+				"access_log stdio:/dev/stdout logformat=egressproxy_json",
+				"hosts_file /tmp/x/hosts",
+				"auth_param basic program /usr/lib/squid/basic_ncsa_auth /tmp/x/htpasswd",
+			},
+		},
+	}
+}
+
+func TestRender(t *testing.T) {
+	for name, tc := range renderCases() {
+		t.Run(name, func(t *testing.T) {
+			got, err := Render(tc.c)
+			if err != nil {
+				t.Fatalf("\n%s\nRender(...): unexpected error: %v", tc.reason, err)
+			}
+			lines := strings.Split(string(got), "\n")
+			if missing := inOrder(lines, tc.want); missing != "" {
+				t.Errorf("\n%s\nRender(...): missing (or out of order) line %q in:\n%s", tc.reason, missing, got)
+			}
+			for _, a := range tc.absent {
+				if slices.Contains(lines, a) {
+					t.Errorf("\n%s\nRender(...): unexpected line %q", tc.reason, a)
+				}
+			}
+		})
+	}
+}
+
+// inOrder returns the first of want that does not follow its predecessor in
+// lines, or "" when they all do.
+func inOrder(lines, want []string) string {
+	i := 0
+	for _, w := range want {
+		j := slices.Index(lines[i:], w)
+		if j < 0 {
+			return w
+		}
+		i += j + 1
+	}
+	return ""
+}
+
+// TestRenderGolden pins the whole file for a typical config, so a review sees
+// every change to it. Run with -update to rewrite testdata/typical.conf.
+func TestRenderGolden(t *testing.T) {
+	got, err := Render(typical(func(c *Config) { c.DenyPrivateDestinations = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "typical.conf")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden) //nolint:gosec // A fixed test fixture.
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("Render(typical): -want, +got (run go test -update to accept):\n%s", diff)
+	}
+}
+
+func TestRenderDeterministic(t *testing.T) {
+	a := typical(func(c *Config) {
+		c.ClientCIDRs = []string{"10.0.0.0/8", "172.16.0.0/12", "::1", "127.0.0.1"}
+		c.Destinations = []string{"b.example", ".a.example", "192.0.2.0/24", "2001:db8::/32", "c.example"}
+		c.ConnectPorts = []int32{443, 8443, 563}
+	})
+	b := a
+	b.ClientCIDRs = slices.Clone(a.ClientCIDRs)
+	b.Destinations = slices.Clone(a.Destinations)
+	b.ConnectPorts = slices.Clone(a.ConnectPorts)
+	slices.Reverse(b.ClientCIDRs)
+	slices.Reverse(b.Destinations)
+	slices.Reverse(b.ConnectPorts)
+	b.Destinations = append(b.Destinations, "C.Example", "x.a.example")
+
+	ra, errA := Render(a)
+	rb, errB := Render(b)
+	if errA != nil || errB != nil {
+		t.Fatalf("Render(...): %v, %v", errA, errB)
+	}
+	if !bytes.Equal(ra, rb) || Checksum(ra) != Checksum(rb) {
+		t.Errorf("Render(...): order, case and covered duplicates changed the output:\n%s", cmp.Diff(string(ra), string(rb)))
+	}
+	ra2, _ := Render(a)
+	if !bytes.Equal(ra, ra2) {
+		t.Error("Render(...): two renders of the same Config differ")
+	}
+}
