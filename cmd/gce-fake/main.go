@@ -1,0 +1,82 @@
+// Command gce-fake serves the fake Compute Engine API of internal/gcefake
+// for a local dev environment or an end-to-end run. It prints the URL it
+// serves on, one line on stdout, and runs until SIGINT or SIGTERM. Faults
+// are injected over HTTP under /_fake/ (see internal/gcefake/admin.go).
+//
+//	gce-fake --address 127.0.0.1:8089 --project my-project
+//	curl -X POST $URL/_fake/faults/storm -d '{"for":"30s"}'
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+)
+
+const (
+	errFlags = "cannot parse flags"
+	errStart = "cannot start the GCE fake"
+	errPrint = "cannot print the URL"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gce-fake:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gce-fake", flag.ContinueOnError)
+	address := fs.String("address", "127.0.0.1:0", "listen address (host:port; port 0 picks a free one)")
+	projects := fs.String("project", "", "comma-separated projects that exist; empty means every project exists")
+	zones := fs.String("zones", strings.Join(gcefake.DefaultZones(), ","), "comma-separated zones the fake knows")
+	polls := fs.Int("operation-polls", 1, "observations an operation needs before it is DONE")
+	provisioning := fs.Int("provisioning-polls", 1, "observations a new instance spends in PROVISIONING")
+	staging := fs.Int("staging-polls", 1, "observations a new instance spends in STAGING")
+	requireAuth := fs.Bool("require-auth", false, "require a bearer token from POST /token (keys from POST /_fake/keys)")
+	strict := fs.Bool("strict-address-delete", false, "refuse to delete IN_USE addresses")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return errors.Wrap(err, errFlags)
+	}
+	opts := []gcefake.Option{
+		gcefake.WithAddress(*address),
+		gcefake.WithProjects(strings.Split(*projects, ",")...),
+		gcefake.WithZones(strings.Split(*zones, ",")...),
+		gcefake.WithOperationPolls(*polls),
+		gcefake.WithInstanceBoot(*provisioning, *staging),
+	}
+	if *requireAuth {
+		opts = append(opts, gcefake.WithRequireAuth())
+	}
+	if *strict {
+		opts = append(opts, gcefake.WithStrictAddressDelete())
+	}
+	s := gcefake.New(opts...)
+	if err := s.Start(); err != nil {
+		return errors.Wrap(err, errStart)
+	}
+	if _, err := fmt.Fprintln(stdout, s.URL()); err != nil {
+		s.Close()
+		return errors.Wrap(err, errPrint)
+	}
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.Shutdown(shutdown)
+}

@@ -1,0 +1,105 @@
+package gcefake
+
+import (
+	"testing"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestAddressLifecycle(t *testing.T) {
+	s, c := setup(t)
+	ctx := ctxT(t)
+	op, err := c.addr.Insert(ctx, &computepb.InsertAddressRequest{Project: testProject, Region: testRegion,
+		AddressResource: &computepb.Address{Name: proto.String("proxy-ip")}})
+	if err != nil {
+		t.Fatalf("Insert address: %v", err)
+	}
+	if got := op.Proto().GetRegion(); got != linkBase+"projects/test-project/regions/us-central1" {
+		t.Errorf("address operation region = %q", got)
+	}
+	mustWait(ctx, t, op)
+	getAddr := func() *computepb.Address {
+		t.Helper()
+		a, err := c.addr.Get(ctx, &computepb.GetAddressRequest{Project: testProject, Region: testRegion, Address: "proxy-ip"})
+		if err != nil {
+			t.Fatalf("Get address: %v", err)
+		}
+		return a
+	}
+	type state struct {
+		Status string
+		Users  []string
+	}
+	a := getAddr()
+	if diff := cmp.Diff(state{Status: "RESERVED"}, state{a.GetStatus(), a.GetUsers()}); diff != "" {
+		t.Errorf("new address: -want +got:\n%s", diff)
+	}
+	if a.GetAddress() != "203.0.113.2" {
+		t.Errorf("allocated address = %q, want the first of 203.0.113.0/24", a.GetAddress())
+	}
+
+	mustWait(ctx, t, insertInstance(ctx, t, c, testZone, instance("vm", withNatIP(a.GetAddress()))))
+	vm, _ := s.Instance(testProject, testZone, "vm")
+	if got := vm.GetNetworkInterfaces()[0].GetAccessConfigs()[0].GetNatIP(); got != a.GetAddress() {
+		t.Errorf("instance natIP = %q, want the static %q", got, a.GetAddress())
+	}
+	a = getAddr()
+	if diff := cmp.Diff(state{"IN_USE", []string{vm.GetSelfLink()}}, state{a.GetStatus(), a.GetUsers()}); diff != "" {
+		t.Errorf("address used by an instance: -want +got:\n%s", diff)
+	}
+
+	// A second instance cannot take the same IP: the insert is accepted and
+	// its operation fails, with httpErrorStatusCode, so Wait returns it.
+	op2 := insertInstance(ctx, t, c, testZone, instance("vm2", withNatIP(a.GetAddress())))
+	if err := op2.Wait(ctx); err == nil {
+		t.Error("Wait on an insert reusing an IN_USE address: want an error")
+	}
+	if got := op2.Proto().GetError().GetErrors()[0].GetCode(); got != "IP_IN_USE_BY_ANOTHER_RESOURCE" {
+		t.Errorf("error code = %q, want IP_IN_USE_BY_ANOTHER_RESOURCE", got)
+	}
+
+	del, err := c.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: testProject, Zone: testZone, Instance: "vm"})
+	if err != nil {
+		t.Fatalf("Delete instance: %v", err)
+	}
+	mustWait(ctx, t, del)
+	a = getAddr()
+	if diff := cmp.Diff(state{Status: "RESERVED"}, state{a.GetStatus(), a.GetUsers()}); diff != "" {
+		t.Errorf("after the instance is deleted: -want +got:\n%s", diff)
+	}
+
+	// A natIP that is not a reserved address of the region is refused.
+	_, err = c.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: testProject, Zone: testZone,
+		InstanceResource: instance("vm3", withNatIP("203.0.113.99"))})
+	if reasonOf(err) != ReasonInvalid {
+		t.Errorf("Insert with an unknown natIP: reason %q (err %v), want invalid", reasonOf(err), err)
+	}
+
+	dop, err := c.addr.Delete(ctx, &computepb.DeleteAddressRequest{Project: testProject, Region: testRegion, Address: "proxy-ip"})
+	if err != nil {
+		t.Fatalf("Delete address: %v", err)
+	}
+	mustWait(ctx, t, dop)
+	it := c.addr.List(ctx, &computepb.ListAddressesRequest{Project: testProject, Region: testRegion})
+	if a, err := it.Next(); err == nil {
+		t.Errorf("List after delete returned %q, want nothing", a.GetName())
+	}
+}
+
+func TestStrictAddressDelete(t *testing.T) {
+	_, c := setup(t, WithStrictAddressDelete())
+	ctx := ctxT(t)
+	op, err := c.addr.Insert(ctx, &computepb.InsertAddressRequest{Project: testProject, Region: testRegion,
+		AddressResource: &computepb.Address{Name: proto.String("ip"), Address: proto.String("203.0.113.50")}})
+	if err != nil {
+		t.Fatalf("Insert address: %v", err)
+	}
+	mustWait(ctx, t, op)
+	mustWait(ctx, t, insertInstance(ctx, t, c, testZone, instance("vm", withNatIP("203.0.113.50"))))
+	_, err = c.addr.Delete(ctx, &computepb.DeleteAddressRequest{Project: testProject, Region: testRegion, Address: "ip"})
+	if reasonOf(err) != ReasonResourceInUse {
+		t.Errorf("Delete of an IN_USE address in strict mode: reason %q (err %v), want %s", reasonOf(err), err, ReasonResourceInUse)
+	}
+}
