@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
@@ -59,6 +60,7 @@ type Kind[M resource.ModernManaged, P, O any] interface {
 
 // External is a managed.TypedExternalClient of any proxy kind.
 type External[M resource.ModernManaged, P, O any] struct {
+	kube             client.Client
 	kind             Kind[M, P, O]
 	backend          backend.Backend[P, O]
 	creds            *CredentialStore
@@ -67,7 +69,7 @@ type External[M resource.ModernManaged, P, O any] struct {
 
 // NewExternal returns an External that drives b for resources of kind k.
 func NewExternal[M resource.ModernManaged, P, O any](k Kind[M, P, O], b backend.Backend[P, O], c client.Client, providerInstance string) *External[M, P, O] {
-	return &External[M, P, O]{kind: k, backend: b, creds: NewCredentialStore(c), providerInstance: providerInstance}
+	return &External[M, P, O]{kube: c, kind: k, backend: b, creds: NewCredentialStore(c), providerInstance: providerInstance}
 }
 
 // desired builds what the backend should run for mg.
@@ -101,14 +103,15 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 		return managed.ExternalObservation{}, failed(mg, errObserve, err)
 	}
 	e.kind.SetObservation(mg, o)
+	provisioned(mg)
 	upToDate := o.UpToDate
 	switch {
 	case o.State == commonv1alpha1.StateStopped || o.State == commonv1alpha1.StateTerminated:
 		// Stopped and terminated instances are replaced: Update deletes the
 		// instance and the next Create makes it again under the same name.
 		upToDate = false
-		mg.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: "False", Reason: ConditionReasonReplacing,
-			Message: fmt.Sprintf("instance is %s: replacing it", o.State)})
+		mg.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: "False", LastTransitionTime: metav1.Now(),
+			Reason: ConditionReasonReplacing, Message: fmt.Sprintf("instance is %s: replacing it", o.State)})
 	case o.Ready:
 		mg.SetConditions(xpv2.Available())
 	default:
@@ -126,19 +129,19 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 func (e *External[M, P, O]) Create(ctx context.Context, mg M) (managed.ExternalCreation, error) {
 	d, err := e.desired(ctx, mg)
 	if err != nil {
-		return managed.ExternalCreation{}, failed(mg, errCreate, err)
+		return managed.ExternalCreation{}, e.persisted(ctx, mg, errCreate, err)
 	}
 	meta.SetExternalName(mg, d.Name)
-	return managed.ExternalCreation{}, failed(mg, errCreate, e.backend.Create(ctx, d))
+	return managed.ExternalCreation{}, e.persisted(ctx, mg, errCreate, e.backend.Create(ctx, d))
 }
 
 // Update makes the instance match the spec, replacing it when it stopped.
 func (e *External[M, P, O]) Update(ctx context.Context, mg M) (managed.ExternalUpdate, error) {
 	d, err := e.desired(ctx, mg)
 	if err != nil {
-		return managed.ExternalUpdate{}, failed(mg, errUpdate, err)
+		return managed.ExternalUpdate{}, e.persisted(ctx, mg, errUpdate, err)
 	}
-	return managed.ExternalUpdate{}, failed(mg, errUpdate, e.backend.Update(ctx, d))
+	return managed.ExternalUpdate{}, e.persisted(ctx, mg, errUpdate, e.backend.Update(ctx, d))
 }
 
 // Delete starts deleting the instance; Observe reports when it is gone.
@@ -151,27 +154,60 @@ func (e *External[M, P, O]) Delete(ctx context.Context, mg M) (managed.ExternalD
 		Proxy:     e.kind.Proxy(mg),
 		Params:    e.kind.Params(mg),
 	}
-	return managed.ExternalDelete{}, failed(mg, errDelete, e.backend.Delete(ctx, d))
+	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, e.backend.Delete(ctx, d))
+}
+
+// persisted is failed for Create, Update and Delete, which also saves the
+// Provisioned condition at once: after those calls fail, the managed
+// reconciler saves critical annotations first, which reloads the object and
+// would drop the condition. Observe needs no help; its status is saved as is.
+func (e *External[M, P, O]) persisted(ctx context.Context, mg M, msg string, err error) error {
+	if err == nil {
+		return nil
+	}
+	before, ok := mg.DeepCopyObject().(client.Object)
+	err = failed(mg, msg, err)
+	if ok {
+		// Failing to save the reason is not worth more than the error.
+		_ = e.kube.Status().Patch(ctx, mg, client.MergeFrom(before))
+	}
+	return err
 }
 
 // Disconnect does nothing: backend clients are pooled per provider config.
 func (e *External[M, P, O]) Disconnect(_ context.Context) error { return nil }
 
-// failed wraps err with msg and the meaning of its class, and shows the class
-// as the Ready reason, so kubectl and crossplane trace tell a quota problem
-// from a broken spec.
+// TypeProvisioned is the condition that tells, by its reason, the class of
+// the last backend error: QuotaExceeded, PermanentError or TransientError.
+// Synced carries the message; this condition lets a platform engineer (and
+// a policy) tell a quota problem from a broken spec at a glance.
+const TypeProvisioned xpv2.ConditionType = "Provisioned"
+
+// failed wraps err with msg and the meaning of its class, and records the
+// class as the reason of the Provisioned condition.
 func failed(mg resource.Managed, msg string, err error) error {
 	if err == nil {
 		return nil
 	}
 	class := backend.ClassOf(err)
 	mg.SetConditions(xpv2.Condition{
-		Type:    xpv2.TypeReady,
-		Status:  "False",
-		Reason:  xpv2.ConditionReason(class.Reason()),
-		Message: classMeaning(class),
+		Type:               TypeProvisioned,
+		Status:             "False",
+		LastTransitionTime: metav1.Now(),
+		Reason:             xpv2.ConditionReason(class.Reason()),
+		Message:            classMeaning(class),
 	})
 	return errors.Wrap(err, msg+": "+classMeaning(class))
+}
+
+// provisioned records that the backend answered without error.
+func provisioned(mg resource.Managed) {
+	mg.SetConditions(xpv2.Condition{
+		Type:               TypeProvisioned,
+		Status:             "True",
+		LastTransitionTime: metav1.Now(),
+		Reason:             xpv2.ConditionReason(backend.ClassNone.Reason()),
+	})
 }
 
 func classMeaning(c backend.Class) string {

@@ -1,0 +1,348 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("TEST_LOG") == "" {
+		ctrl.SetLogger(logr.Discard())
+	} else {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	os.Exit(kube.Main(m))
+}
+
+type (
+	params = v1alpha1.KubernetesProxyParameters
+	obs    = v1alpha1.KubernetesProxyObservation
+)
+
+// memoryBackend is a backend whose instances live in a map, so the test
+// sees the managed reconciler, the connector and the external client work
+// together on a real API server.
+type memoryBackend struct {
+	mu        sync.Mutex
+	instances map[string]backend.Desired[params]
+	createErr error
+	deletes   int
+}
+
+func (m *memoryBackend) fns() backend.Fns[params, obs] {
+	return backend.Fns[params, obs]{
+		ObserveFn: func(_ context.Context, d backend.Desired[params]) (backend.Observation[obs], error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			got, ok := m.instances[d.Name]
+			if !ok {
+				return backend.Observation[obs]{}, backend.NotFound(errors.New("no such instance"))
+			}
+			return backend.Observation[obs]{
+				ID: backend.FormatID("memory", d.Name), State: commonv1alpha1.StateRunning, Ready: true,
+				Endpoint: "egress.example:3128", EgressIPs: []string{"203.0.113.7"}, Ownership: got.Ownership,
+				UpToDate: fmt.Sprint(got.Proxy) == fmt.Sprint(d.Proxy), Extra: obs{AvailableReplicas: 2},
+			}, nil
+		},
+		CreateFn: func(_ context.Context, d backend.Desired[params]) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.createErr != nil {
+				return m.createErr
+			}
+			m.instances[d.Name] = d
+			return nil
+		},
+		UpdateFn: func(_ context.Context, d backend.Desired[params]) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.instances[d.Name] = d
+			return nil
+		},
+		DeleteFn: func(_ context.Context, d backend.Desired[params]) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.deletes++
+			delete(m.instances, d.Name)
+			return nil
+		},
+	}
+}
+
+func startProvider(t *testing.T, e *kube.Env, f kubernetesproxy.BackendFactory) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test runs a manager of its own with the same controllers.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewLogrLogger(ctrl.Log),
+		MaxConcurrentReconciles: 2,
+		PollInterval:            time.Second,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+	}
+	if err := config.Setup(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubernetesproxy.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func providerConfig(ns string) *v1alpha1.ProviderConfig {
+	return &v1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
+		Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.Credentials{
+			Source: v1alpha1.CredentialsSourceInjectedIdentity,
+		}},
+	}
+}
+
+func kubernetesProxy(ns, name string) *v1alpha1.KubernetesProxy {
+	return &v1alpha1.KubernetesProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.KubernetesProxySpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				ProviderConfigReference:          &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "target"},
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+			},
+			ForProvider: params{
+				Namespace:       "egress",
+				ProxyParameters: commonv1alpha1.ProxyParameters{AllowedClientCIDRs: []string{"10.0.0.0/8"}},
+			},
+		},
+	}
+}
+
+// eventually polls cond for up to 60 s; reconciles take well under a second
+// here, the bound only stops a broken test from hanging.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+func condition(c client.Client, nn types.NamespacedName, ct xpv2.ConditionType) (xpv2.Condition, error) {
+	mg := &v1alpha1.KubernetesProxy{}
+	if err := c.Get(context.Background(), nn, mg); err != nil {
+		return xpv2.Condition{}, err
+	}
+	return mg.GetCondition(ct), nil
+}
+
+func TestManagedReconcilerLifecycle(t *testing.T) {
+	e := kube.Shared(t)
+	ns := e.Namespace(t, "lifecycle")
+	mem := &memoryBackend{instances: map[string]backend.Desired[params]{}}
+	startProvider(t, e, func(context.Context, client.Client, proxy.Config) (backend.Backend[params, obs], error) {
+		return mem.fns(), nil
+	})
+	ctx := t.Context()
+	if err := e.Client.Create(ctx, providerConfig(ns)); err != nil {
+		t.Fatal(err)
+	}
+	mg := kubernetesProxy(ns, "proxy")
+	if err := e.Client.Create(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: "proxy"}
+
+	eventually(t, "Ready=True", func() (bool, string) {
+		c, err := condition(e.Client, nn, xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
+	})
+	got := &v1alpha1.KubernetesProxy{}
+	if err := e.Client.Get(ctx, nn, got); err != nil {
+		t.Fatal(err)
+	}
+	if ext := got.GetAnnotations()["crossplane.io/external-name"]; !strings.HasPrefix(ext, "egp-") {
+		t.Errorf("external name: want the deterministic egp- name, got %q", ext)
+	}
+	if got.Status.AtProvider.Endpoint != "egress.example:3128" || got.Status.AtProvider.AvailableReplicas != 2 ||
+		got.Status.AtProvider.EgressIPs[0] != "203.0.113.7" {
+		t.Errorf("status.atProvider: got %+v", got.Status.AtProvider)
+	}
+
+	// Connection details reach the Secret, with a working proxy URL and the
+	// generated credentials, which are kept in a Secret the resource owns.
+	eventually(t, "the connection Secret", func() (bool, string) {
+		s := &corev1.Secret{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "proxy-conn"}, s)
+		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
+	})
+	gen := &corev1.Secret{}
+	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(mg)}, gen); err != nil {
+		t.Fatalf("generated credentials Secret: %v", err)
+	}
+	if len(gen.OwnerReferences) != 1 || gen.OwnerReferences[0].UID != got.GetUID() {
+		t.Errorf("the generated credentials Secret must be owned by the resource: %+v", gen.OwnerReferences)
+	}
+
+	// Usage is tracked, and counted on the config.
+	eventually(t, "the ProviderConfig to count one user", func() (bool, string) {
+		pc := &v1alpha1.ProviderConfig{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "target"}, pc)
+		return err == nil && pc.Status.Users == 1, fmt.Sprint(pc.Status.Users, err)
+	})
+
+	// A spec change reaches the backend through Update.
+	got.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}
+	if err := e.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the allowlist to reach the backend", func() (bool, string) {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		d := mem.instances[got.GetAnnotations()["crossplane.io/external-name"]]
+		return len(d.Proxy.AllowedDestinations) == 1, fmt.Sprint(d.Proxy.AllowedDestinations)
+	})
+
+	// Delete removes the instance and then the resource.
+	if err := e.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the resource to be gone", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, &v1alpha1.KubernetesProxy{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if len(mem.instances) != 0 || mem.deletes == 0 {
+		t.Errorf("Delete: want the instance deleted, have %d instances after %d deletes", len(mem.instances), mem.deletes)
+	}
+}
+
+func TestManagedReconcilerErrors(t *testing.T) {
+	e := kube.Shared(t)
+	ns := e.Namespace(t, "errors")
+	quota := &memoryBackend{instances: map[string]backend.Desired[params]{}, createErr: backend.Quota(errors.New("Quota 'CPUS' exceeded. Limit: 8.0"))}
+	startProvider(t, e, func(_ context.Context, _ client.Client, cfg proxy.Config) (backend.Backend[params, obs], error) {
+		return quota.fns(), nil
+	})
+	ctx := t.Context()
+	if err := e.Client.Create(ctx, providerConfig(ns)); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := map[string]struct {
+		reason      string
+		mg          *v1alpha1.KubernetesProxy
+		wantSynced  string
+		wantReady   xpv2.ConditionReason
+		wantMessage string
+	}{
+		"Quota": {
+			reason:      "A quota error shows as Synced=False with the backend's message and Provisioned reason QuotaExceeded.",
+			mg:          kubernetesProxy(ns, "quota"),
+			wantReady:   "QuotaExceeded",
+			wantMessage: "Quota 'CPUS' exceeded",
+		},
+		"MissingConfig": {
+			reason: "A missing provider config says which one.",
+			mg: func() *v1alpha1.KubernetesProxy {
+				mg := kubernetesProxy(ns, "noconfig")
+				mg.Spec.ProviderConfigReference.Name = "nope"
+				return mg
+			}(),
+			wantMessage: `cannot get ProviderConfig "nope"`,
+		},
+		"MissingCredentials": {
+			reason: "A credentialsSecretRef to a missing Secret says so, and Provisioned says the error is permanent.",
+			mg: func() *v1alpha1.KubernetesProxy {
+				mg := kubernetesProxy(ns, "nocreds")
+				mg.Spec.ForProvider.CredentialsSecretRef = &commonv1alpha1.LocalSecretReference{Name: "missing"}
+				return mg
+			}(),
+			wantReady:   "PermanentError",
+			wantMessage: `cannot get credentialsSecretRef Secret "missing"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := e.Client.Create(ctx, tc.mg); err != nil {
+				t.Fatal(err)
+			}
+			nn := types.NamespacedName{Namespace: ns, Name: tc.mg.GetName()}
+			eventually(t, "Synced=False with the cause", func() (bool, string) {
+				c, err := condition(e.Client, nn, xpv2.TypeSynced)
+				return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, tc.wantMessage), fmt.Sprint(c, err)
+			})
+			if tc.wantReady != "" {
+				eventually(t, "the Provisioned reason", func() (bool, string) {
+					c, err := condition(e.Client, nn, proxy.TypeProvisioned)
+					return err == nil && c.Reason == tc.wantReady, fmt.Sprint(c, err)
+				})
+			}
+		})
+	}
+}
+
+func TestBackendNotBuiltIn(t *testing.T) {
+	e := kube.Shared(t)
+	ns := e.Namespace(t, "nobackend")
+	startProvider(t, e, nil)
+	ctx := t.Context()
+	if err := e.Client.Create(ctx, providerConfig(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, kubernetesProxy(ns, "proxy")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a clear Synced=False message", func() (bool, string) {
+		c, err := condition(e.Client, types.NamespacedName{Namespace: ns, Name: "proxy"}, xpv2.TypeSynced)
+		return err == nil && strings.Contains(c.Message, "the kubernetes backend is not available in this build"), fmt.Sprint(c, err)
+	})
+}
