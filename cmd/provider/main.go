@@ -46,6 +46,8 @@ func main() {
 		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles per controller.").Default("10").Int()
 		timeout          = app.Flag("timeout", "The longest one reconcile, and every backend call in it, may take.").Default("1m").Duration()
 		mgmtPolicies     = app.Flag("enable-management-policies", "Enable support for management policies.").Default("true").Envar("ENABLE_MANAGEMENT_POLICIES").Bool()
+		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
+		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		instance         = app.Flag("provider-instance", "Name of this provider deployment in the ownership labels, so deployments sharing a backend never touch each other's instances.").Default("default").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
@@ -101,6 +103,8 @@ func main() {
 		Options:          o,
 		ProviderInstance: *instance,
 		Timeout:          *timeout,
+		GCInterval:       *gcInterval,
+		GCMinAge:         *gcMinAge,
 		// The tracer is the global one: a no-op until an OpenTelemetry SDK
 		// is configured in this process.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),

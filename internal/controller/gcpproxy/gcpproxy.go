@@ -21,7 +21,10 @@ import (
 // BackendName names the backend in messages and metrics.
 const BackendName = "gcp"
 
-const errFmtConfigType = "unexpected provider config type %T"
+const (
+	errFmtConfigType = "unexpected provider config type %T"
+	errAddCollector  = "cannot add the garbage collector"
+)
 
 // Backend is the gcp backend as the controller sees it.
 type Backend = backend.Backend[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]
@@ -71,5 +74,18 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		},
 		NewBackend: f,
 	}, o)
+	if f != nil && o.GCInterval > 0 {
+		gc := proxy.NewCollector(proxy.CollectorConfig[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
+			Kube:       mgr.GetClient(),
+			NewBackend: f,
+			NewOwners:  func() client.ObjectList { return &v1alpha1.GCPProxyList{} },
+			NewConfigs: func() (client.ObjectList, client.ObjectList) {
+				return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
+			},
+		}, o)
+		if err := mgr.Add(gc); err != nil {
+			return errors.Wrap(err, errAddCollector)
+		}
+	}
 	return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)
 }

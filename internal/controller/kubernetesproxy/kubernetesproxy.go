@@ -21,7 +21,10 @@ import (
 // BackendName names the backend in messages and metrics.
 const BackendName = "kubernetes"
 
-const errFmtConfigType = "unexpected provider config type %T"
+const (
+	errFmtConfigType = "unexpected provider config type %T"
+	errAddCollector  = "cannot add the garbage collector"
+)
 
 // Backend is the kubernetes backend as the controller sees it.
 type Backend = backend.Backend[v1alpha1.KubernetesProxyParameters, v1alpha1.KubernetesProxyObservation]
@@ -73,5 +76,18 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		},
 		NewBackend: f,
 	}, o)
+	if f != nil && o.GCInterval > 0 {
+		gc := proxy.NewCollector(proxy.CollectorConfig[v1alpha1.KubernetesProxyParameters, v1alpha1.KubernetesProxyObservation]{
+			Kube:       mgr.GetClient(),
+			NewBackend: f,
+			NewOwners:  func() client.ObjectList { return &v1alpha1.KubernetesProxyList{} },
+			NewConfigs: func() (client.ObjectList, client.ObjectList) {
+				return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
+			},
+		}, o)
+		if err := mgr.Add(gc); err != nil {
+			return errors.Wrap(err, errAddCollector)
+		}
+	}
 	return proxy.Setup(mgr, o, v1alpha1.KubernetesProxyGroupVersionKind, &v1alpha1.KubernetesProxy{}, c, backend.MaxNameKubernetes)
 }

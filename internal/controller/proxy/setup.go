@@ -35,6 +35,14 @@ type Options struct {
 
 	// Timeout bounds one reconcile, and so every backend call in it.
 	Timeout time.Duration
+
+	// GCInterval is how often orphan instances are collected; zero turns
+	// garbage collection off.
+	GCInterval time.Duration
+
+	// GCMinAge is how old an orphan must be before it is collected, so an
+	// instance whose resource is not in the cache yet is never deleted.
+	GCMinAge time.Duration
 }
 
 // Setup registers the managed reconciler of one proxy kind, served by c.

@@ -1,0 +1,174 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetesproxy
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+)
+
+// DefaultCallTimeout bounds one call to a target cluster.
+const DefaultCallTimeout = 30 * time.Second
+
+// Client rate limits per target cluster: above client-go's defaults (5/10),
+// as one provider config serves many proxies.
+const (
+	clientQPS   = 20
+	clientBurst = 40
+)
+
+const (
+	errFmtParseKubeconfig = "cannot parse the kubeconfig in Secret %s/%s key %s"
+	errFmtUnsafeKubecfg   = "the kubeconfig in Secret %s/%s key %s uses %s, which the provider does not allow: give the credentials inline (token or client certificate data)"
+	errNoSecretRef        = "credentials.secretRef is required when credentials.source is Secret"
+	errFmtSource          = "unknown credentials.source %q: it must be Secret or InjectedIdentity"
+	errInCluster          = "credentials.source InjectedIdentity needs the provider to run in the target cluster"
+	errConfigSpec         = "cannot read the provider config"
+)
+
+// FactoryOption configures NewFactory.
+type FactoryOption func(*factory)
+
+// WithInjectedConfig makes the InjectedIdentity source use cfg instead of
+// the in-cluster config: for tests, and for `make dev`, where the provider
+// runs outside the cluster it manages.
+func WithInjectedConfig(cfg *rest.Config) FactoryOption {
+	return func(f *factory) { f.injected = cfg }
+}
+
+// WithCallTimeout bounds every call to a target cluster.
+func WithCallTimeout(d time.Duration) FactoryOption {
+	return func(f *factory) { f.timeout = d }
+}
+
+type factory struct {
+	injected *rest.Config
+	timeout  time.Duration
+	cache    *proxy.ClientCache[Backend]
+}
+
+// NewFactory returns the factory of kubernetes backends. It keeps one backend
+// per provider config, rebuilt when the config or its kubeconfig Secret
+// changes, so a rotated kubeconfig takes effect without a restart.
+func NewFactory(o ...FactoryOption) BackendFactory {
+	f := &factory{timeout: DefaultCallTimeout, cache: proxy.NewClientCache[Backend]()}
+	for _, fn := range o {
+		fn(f)
+	}
+	return f.backend
+}
+
+func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
+	spec, err := ConfigSpec(cfg)
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
+	}
+	key := string(cfg.Object.GetUID())
+	version := strconv.FormatInt(cfg.Object.GetGeneration(), 10)
+	switch src := spec.Credentials.Source; src {
+	case v1alpha1.CredentialsSourceSecret:
+		ref := spec.Credentials.SecretRef
+		if ref == nil {
+			return nil, backend.Permanent(errors.New(errNoSecretRef))
+		}
+		kc, rv, err := cfg.SecretKey(ctx, kube, *ref)
+		if err != nil {
+			return nil, err
+		}
+		ns := cfg.SecretNamespace
+		if ns == "" {
+			ns = ref.Namespace
+		}
+		return f.cache.Get(key, version+"/"+rv, func() (Backend, error) {
+			rc, err := restConfigFromKubeconfig(kc, ns, ref.Name, ref.Key)
+			if err != nil {
+				return nil, err
+			}
+			return f.newBackend(rc)
+		})
+	case v1alpha1.CredentialsSourceInjectedIdentity:
+		return f.cache.Get(key, version, func() (Backend, error) {
+			rc := f.injected
+			if rc == nil {
+				if rc, err = rest.InClusterConfig(); err != nil {
+					return nil, backend.Permanent(errors.Wrap(err, errInCluster))
+				}
+			}
+			return f.newBackend(rc)
+		})
+	default:
+		return nil, backend.Permanent(errors.Errorf(errFmtSource, src))
+	}
+}
+
+func (f *factory) newBackend(rc *rest.Config) (Backend, error) {
+	rc = rest.CopyConfig(rc)
+	rc.Timeout = f.timeout
+	rc.UserAgent = "provider-egressproxy"
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = clientQPS, clientBurst
+	}
+	b, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// restConfigFromKubeconfig parses a kubeconfig from a Secret. It refuses
+// credential plugins and file references before anything acts on them: the
+// provider would run the plugin, or read the file (its own service account
+// token, say) and send it to whatever server the kubeconfig names.
+func restConfigFromKubeconfig(kc []byte, ns, name, key string) (*rest.Config, error) {
+	c, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, ns, name, key))
+	}
+	if what := unsafeKubeconfig(c); what != "" {
+		return nil, backend.Permanent(errors.Errorf(errFmtUnsafeKubecfg, ns, name, key, what))
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*c, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, ns, name, key))
+	}
+	return rc, nil
+}
+
+// unsafeKubeconfig names the first thing in c that makes the provider run a
+// program or read a local file, or returns "".
+func unsafeKubeconfig(c *clientcmdapi.Config) string {
+	for _, a := range c.AuthInfos {
+		switch {
+		case a.Exec != nil:
+			return "an exec credential plugin"
+		case a.AuthProvider != nil:
+			return "an auth provider plugin"
+		case a.TokenFile != "":
+			return "a token file"
+		case a.ClientCertificate != "" || a.ClientKey != "":
+			return "a client certificate file"
+		}
+	}
+	for _, cl := range c.Clusters {
+		if cl.CertificateAuthority != "" {
+			return "a certificate authority file"
+		}
+	}
+	return ""
+}

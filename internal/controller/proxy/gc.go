@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+const (
+	errListOwners  = "cannot list managed resources"
+	errListConfigs = "cannot list provider configs"
+)
+
+// Collector deletes instances whose managed resource is gone: the backend
+// lists what carries this provider's labels, and what no resource owns and
+// is older than a minimum age is deleted. It catches what a crash, a forced
+// finalizer removal or a restored backup left behind.
+type Collector[P, O any] struct {
+	kube       client.Client
+	newBackend BackendFactory[P, O]
+	// newOwners returns an empty list of the managed resource kind.
+	newOwners func() client.ObjectList
+	// newConfigs returns empty lists of ProviderConfigs and ClusterProviderConfigs.
+	newConfigs       func() (pcs, cpcs client.ObjectList)
+	providerInstance string
+	minAge, interval time.Duration
+	log              logging.Logger
+	now              func() time.Time
+}
+
+// CollectorConfig is what a Collector needs.
+type CollectorConfig[P, O any] struct {
+	Kube       client.Client
+	NewBackend BackendFactory[P, O]
+	NewOwners  func() client.ObjectList
+	NewConfigs func() (pcs, cpcs client.ObjectList)
+}
+
+// NewCollector returns a Collector that runs every o.GCInterval.
+func NewCollector[P, O any](c CollectorConfig[P, O], o Options) *Collector[P, O] {
+	return &Collector[P, O]{
+		kube: c.Kube, newBackend: c.NewBackend, newOwners: c.NewOwners, newConfigs: c.NewConfigs,
+		providerInstance: o.ProviderInstance, minAge: o.GCMinAge, interval: o.GCInterval,
+		log: o.Logger, now: time.Now,
+	}
+}
+
+// NeedLeaderElection makes only the leader collect.
+func (c *Collector[P, O]) NeedLeaderElection() bool { return true }
+
+// Start collects every interval until ctx is done.
+func (c *Collector[P, O]) Start(ctx context.Context) error {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if n, err := c.Collect(ctx); err != nil {
+				c.log.Info("Garbage collection incomplete", "error", err, "deleted", n)
+			} else if n > 0 {
+				c.log.Info("Garbage collected orphan instances", "deleted", n)
+			}
+		}
+	}
+}
+
+// Collect runs one round and returns how many instances it deleted. A
+// config whose backend cannot be listed is skipped, never taken as empty.
+func (c *Collector[P, O]) Collect(ctx context.Context) (int, error) {
+	owners, err := c.owners(ctx)
+	if err != nil {
+		return 0, err
+	}
+	configs, err := c.configs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	exists := func(uid types.UID) bool { return owners[uid] }
+	seen := map[string]bool{}
+	deleted := 0
+	var last error
+	for _, cfg := range configs {
+		b, err := c.newBackend(ctx, c.kube, cfg)
+		if err != nil {
+			last = err
+			continue
+		}
+		instances, err := b.List(ctx)
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, in := range instances {
+			if seen[in.ID] || !backend.Collectable(in, c.providerInstance, exists, c.minAge, c.now()) {
+				continue
+			}
+			seen[in.ID] = true
+			if err := b.Delete(ctx, backend.Desired[P]{Name: in.Name, Ownership: in.Ownership}); err != nil {
+				last = err
+				continue
+			}
+			deleted++
+		}
+	}
+	return deleted, last
+}
+
+func (c *Collector[P, O]) owners(ctx context.Context) (map[types.UID]bool, error) {
+	l := c.newOwners()
+	if err := c.kube.List(ctx, l); err != nil {
+		return nil, errors.Wrap(err, errListOwners)
+	}
+	objs, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, errors.Wrap(err, errListOwners)
+	}
+	uids := make(map[types.UID]bool, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(client.Object); ok {
+			uids[m.GetUID()] = true
+		}
+	}
+	return uids, nil
+}
+
+func (c *Collector[P, O]) configs(ctx context.Context) ([]Config, error) {
+	pcs, cpcs := c.newConfigs()
+	var out []Config
+	for _, l := range []client.ObjectList{pcs, cpcs} {
+		if err := c.kube.List(ctx, l); err != nil {
+			return nil, errors.Wrap(err, errListConfigs)
+		}
+		objs, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, errors.Wrap(err, errListConfigs)
+		}
+		for _, o := range objs {
+			if pc, ok := o.(client.Object); ok {
+				out = append(out, Config{Object: pc, SecretNamespace: pc.GetNamespace()})
+			}
+		}
+	}
+	return out, nil
+}
