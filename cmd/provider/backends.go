@@ -7,10 +7,23 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"time"
+
+	"k8s.io/client-go/rest"
+
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
 )
 
-// backends returns the backends built into this provider binary.
-func backends() controllers.Backends {
-	return controllers.Backends{}
+// backends returns the backends built into this provider binary. self is
+// the provider's own API server config: a ClusterProviderConfig with
+// InjectedIdentity targets that cluster (in a pod, the in-cluster config;
+// outside, what KUBECONFIG says, as make dev runs it).
+func backends(self *rest.Config, callTimeout time.Duration) controllers.Backends {
+	return controllers.Backends{
+		Kubernetes: kubernetesproxy.NewFactory(
+			kubernetesproxy.WithInjectedConfig(self),
+			kubernetesproxy.WithCallTimeout(callTimeout),
+		),
+	}
 }

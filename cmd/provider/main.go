@@ -108,6 +108,6 @@ func main() {
 		// The tracer is the global one: a no-op until an OpenTelemetry SDK
 		// is configured in this process.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
-	}, backends()), "Cannot set up the provider's controllers")
+	}, backends(cfg, *timeout/2)), "Cannot set up the provider's controllers")
 	kingpin.FatalIfError(mgr.Start(ctrl.SetupSignalHandler()), "Cannot start controller manager")
 }

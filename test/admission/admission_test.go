@@ -81,6 +81,10 @@ func kvmConfig() obj {
 	return config("kvm", "ProviderConfig", obj{"uri": "qemu:///system", "credentials": obj{"source": "None"}})
 }
 
+func kvmClusterConfig() obj {
+	return config("kvm", "ClusterProviderConfig", obj{"uri": "qemu:///system", "credentials": obj{"source": "None"}})
+}
+
 // set returns o with the value at the dotted path replaced; a nil value
 // removes the field.
 func set(o obj, path string, v any) obj {
@@ -173,6 +177,9 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"K8sConfigBadSource":       {set(kubernetesConfig(), "spec.credentials.source", "Environment"), "spec.credentials.source", "Unsupported value"},
 		"K8sConfigSecretNoRef":     {set(kubernetesConfig(), "spec.credentials.secretRef", nil), "spec.credentials", "secretRef is required when credentials.source is Secret"},
 		"K8sConfigInjectedWithRef": {set(kubernetesConfig(), "spec.credentials.source", "InjectedIdentity"), "spec.credentials", "choose exactly one credential source"},
+		"K8sNamespacedInjected":    {set(set(kubernetesConfig(), "spec.credentials.source", "InjectedIdentity"), "spec.credentials.secretRef", nil), "", "must be Secret in a namespaced ProviderConfig"},
+		"GCPNamespacedImpersonate": {set(set(set(gcpConfig(), "kind", "ProviderConfig"), "metadata.namespace", ns), "spec.credentials", obj{"source": "ImpersonateServiceAccount", "impersonateServiceAccount": obj{"name": "a@b.iam.gserviceaccount.com"}}), "", "must be Secret in a namespaced ProviderConfig"},
+		"KVMNamespacedLocalSocket": {kvmConfig(), "", "must be Secret in a namespaced ProviderConfig"},
 		"K8sConfigRefNoKey":        {set(kubernetesConfig(), "spec.credentials.secretRef.key", nil), "spec.credentials.secretRef.key", "Required"},
 		"GCPConfigNoProject":       {set(gcpConfig(), "spec.projectID", nil), "spec.projectID", "Required"},
 		"GCPConfigBadProject":      {set(gcpConfig(), "spec.projectID", "My Project"), "spec.projectID", "should match"},
@@ -180,11 +187,11 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"GCPConfigImpersonateNoSA": {set(set(gcpConfig(), "spec.credentials.source", "ImpersonateServiceAccount"), "spec.credentials.secretRef", nil), "spec.credentials", "impersonateServiceAccount must be set when"},
 		"GCPConfigTwoSources":      {set(gcpConfig(), "spec.credentials.impersonateServiceAccount", obj{"name": "a@b.iam.gserviceaccount.com"}), "spec.credentials", "impersonateServiceAccount must be set when, and only when"},
 		"GCPConfigBadEndpoint":     {set(gcpConfig(), "spec.endpoint", "compute.example.com"), "spec.endpoint", "should match"},
-		"KVMConfigBadURI":          {set(kvmConfig(), "spec.uri", "xen:///system"), "spec.uri", "should match"},
-		"KVMConfigSSHWithoutKey":   {set(kvmConfig(), "spec.uri", "qemu+ssh://u@h/system"), "spec", "host key or certificate verification is mandatory"},
-		"KVMConfigTLSWithoutCert":  {set(kvmConfig(), "spec.uri", "qemu+tls://h/system"), "spec", "host key or certificate verification is mandatory"},
-		"KVMConfigSecretNoRef":     {set(kvmConfig(), "spec.credentials.source", "Secret"), "spec.credentials", "secretRef must be set when, and only when"},
-		"KVMConfigBadSocket":       {set(kvmConfig(), "spec.socketPath", "relative/sock"), "spec.socketPath", "should match"},
+		"KVMConfigBadURI":          {set(kvmClusterConfig(), "spec.uri", "xen:///system"), "spec.uri", "should match"},
+		"KVMConfigSSHWithoutKey":   {set(kvmClusterConfig(), "spec.uri", "qemu+ssh://u@h/system"), "spec", "host key or certificate verification is mandatory"},
+		"KVMConfigTLSWithoutCert":  {set(kvmClusterConfig(), "spec.uri", "qemu+tls://h/system"), "spec", "host key or certificate verification is mandatory"},
+		"KVMConfigSecretNoRef":     {set(kvmClusterConfig(), "spec.credentials.source", "Secret"), "spec.credentials", "secretRef must be set when, and only when"},
+		"KVMConfigBadSocket":       {set(kvmClusterConfig(), "spec.socketPath", "relative/sock"), "spec.socketPath", "should match"},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("want at least 40 invalid objects, have %d", len(cases))

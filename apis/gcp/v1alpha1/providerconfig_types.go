@@ -80,6 +80,7 @@ type ProviderConfigSpec struct {
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+// +kubebuilder:validation:XValidation:rule="self.spec.credentials.source == 'Secret'",message="spec.credentials.source must be Secret in a namespaced ProviderConfig: the provider's own identity is only for a ClusterProviderConfig, so a team cannot borrow the platform's credentials"
 type ProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -137,7 +137,8 @@ func providerConfig(ns string) *v1alpha1.ProviderConfig {
 	return &v1alpha1.ProviderConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
 		Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.Credentials{
-			Source: v1alpha1.CredentialsSourceInjectedIdentity,
+			Source:    v1alpha1.CredentialsSourceSecret,
+			SecretRef: &commonv1alpha1.SecretKeySelector{SecretReference: commonv1alpha1.SecretReference{Name: "kubeconfig"}, Key: "kubeconfig"},
 		}},
 	}
 }

@@ -1,0 +1,302 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"maps"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
+)
+
+// Defaults of the parameters, the same as the API defaults, for objects no
+// API server defaulted.
+const (
+	DefaultReplicas = 2
+	DefaultImage    = "docker.io/ubuntu/squid:5.2-22.04_beta"
+)
+
+// Labels and annotations on the objects of an instance.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// AnnotationConfigChecksum on the pod template rolls the pods when the
+	// squid configuration changes. The htpasswd is not part of it: the
+	// mounted Secret is updated in place and basic_ncsa_auth re-reads it.
+	AnnotationConfigChecksum = "egressproxy.io/config-checksum"
+
+	appName   = "egressproxy"
+	component = "proxy"
+)
+
+// Names inside the objects.
+const (
+	keySquidConf   = "squid.conf"
+	keyHtpasswd    = "htpasswd"
+	containerName  = "squid"
+	portName       = "proxy"
+	volumeConfig   = "config"
+	volumeHtpasswd = "htpasswd"
+	squidConfPath  = "/etc/squid/squid.conf"
+	htpasswdDir    = "/etc/squid/egressproxy"
+	// Squid in a container logs to the container's streams.
+	accessLog = "/dev/stdout"
+	cacheLog  = "/dev/stderr"
+)
+
+const errRender = "the proxy parameters cannot be turned into a squid configuration"
+
+// objects are the desired objects of one instance.
+type objects struct {
+	configMap  *corev1.ConfigMap
+	secret     *corev1.Secret
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	// pdb is nil with one replica: a PodDisruptionBudget of minAvailable 1
+	// over one pod would block every node drain.
+	pdb      *policyv1.PodDisruptionBudget
+	checksum string
+}
+
+// instance is what the builders need to know about an instance.
+type instance struct {
+	name      string
+	namespace string
+	ownership backend.Ownership
+	port      int32
+	params    Params
+}
+
+func instanceOf(d backend.Desired[Params]) instance {
+	port := d.Proxy.Port
+	if port == 0 {
+		port = backend.DefaultPort
+	}
+	return instance{name: d.Name, namespace: d.Params.Namespace, ownership: d.Ownership, port: port, params: d.Params}
+}
+
+// renderConfig returns the squid configuration of d as the container runs
+// it: logs to the container's streams, htpasswd at the mounted path.
+func renderConfig(d backend.Desired[Params]) ([]byte, error) {
+	c := backend.SquidConfig(d.Proxy)
+	c.AccessLog = accessLog
+	c.CacheLog = cacheLog
+	c.HtpasswdPath = htpasswdDir + "/" + keyHtpasswd
+	conf, err := squid.Render(c)
+	return conf, backend.Permanent(errors.Wrap(err, errRender))
+}
+
+// build returns the desired objects of d. htpasswd is the file to store: the
+// existing one when it still matches the password, so its salt is kept.
+func build(d backend.Desired[Params], htpasswd []byte) (objects, error) {
+	conf, err := renderConfig(d)
+	if err != nil {
+		return objects{}, err
+	}
+	in := instanceOf(d)
+	sum := squid.Checksum(conf)
+	o := objects{
+		configMap:  buildConfigMap(in, conf),
+		secret:     buildSecret(in, htpasswd),
+		deployment: buildDeployment(in, sum),
+		service:    buildService(in),
+		checksum:   sum,
+	}
+	if replicas(d.Params) > 1 {
+		o.pdb = buildPDB(in)
+	}
+	return o, nil
+}
+
+func replicas(p Params) int32 { return ptr.Deref(p.Replicas, DefaultReplicas) }
+
+func image(p Params) string { return ptr.Deref(p.Image, DefaultImage) }
+
+func serviceType(p Params) corev1.ServiceType {
+	return ptr.Deref(p.ServiceType, corev1.ServiceTypeClusterIP)
+}
+
+// selector selects the pods of one instance; it is immutable in a
+// Deployment, so it holds nothing that could ever change.
+func selector(name string) map[string]string {
+	return map[string]string{LabelName: appName, LabelInstance: name}
+}
+
+// labels are the labels of every object of an instance.
+func (in instance) labels() map[string]string {
+	l := in.ownership.Labels(backend.KubernetesLabelKeys)
+	maps.Copy(l, selector(in.name))
+	l[LabelComponent] = component
+	l[LabelManagedBy] = backend.ManagedByValue
+	return l
+}
+
+func (in instance) meta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: in.name, Namespace: in.namespace, Labels: in.labels()}
+}
+
+func buildConfigMap(in instance, conf []byte) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: in.meta(), Data: map[string]string{keySquidConf: string(conf)}}
+}
+
+func buildSecret(in instance, htpasswd []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: in.meta(),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{keyHtpasswd: htpasswd},
+	}
+}
+
+func buildDeployment(in instance, checksum string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: in.meta(),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas(in.params)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector(in.name)},
+			// Surge before stopping an old pod, so a configuration change
+			// never leaves the proxy with fewer ready pods.
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      in.labels(),
+					Annotations: map[string]string{AnnotationConfigChecksum: checksum},
+				},
+				Spec: buildPodSpec(in),
+			},
+		},
+	}
+}
+
+func buildPodSpec(in instance) corev1.PodSpec {
+	return corev1.PodSpec{
+		Containers:   []corev1.Container{buildContainer(in)},
+		NodeSelector: in.params.NodeSelector,
+		Tolerations:  in.params.Tolerations,
+		// Spread the replicas over nodes: one node going away must not take
+		// the whole proxy, and each node adds an egress IP.
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: selector(in.name)},
+					TopologyKey:   corev1.LabelHostname,
+				},
+			}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: volumeConfig, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.name},
+				DefaultMode:          ptr.To[int32](0o444),
+			}}},
+			// Mounted as a folder, not with subPath: the kubelet then
+			// updates the file in place when the Secret changes.
+			{Name: volumeHtpasswd, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName:  in.name,
+				DefaultMode: ptr.To[int32](0o444),
+			}}},
+		},
+	}
+}
+
+func buildContainer(in instance) corev1.Container {
+	probe := func(initialDelay, period int32) *corev1.Probe {
+		// Every field is set, so the API server adds no default that would
+		// look like drift.
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(in.port)}},
+			InitialDelaySeconds: initialDelay,
+			PeriodSeconds:       period,
+			TimeoutSeconds:      1,
+			SuccessThreshold:    1,
+			FailureThreshold:    3,
+		}
+	}
+	return corev1.Container{
+		Name:           containerName,
+		Image:          image(in.params),
+		Ports:          []corev1.ContainerPort{{Name: portName, ContainerPort: in.port, Protocol: corev1.ProtocolTCP}},
+		Resources:      resources(in.params.Resources),
+		ReadinessProbe: probe(2, 5),
+		LivenessProbe:  probe(15, 10),
+		VolumeMounts: []corev1.VolumeMount{
+			// subPath keeps the image's other files in /etc/squid; the
+			// checksum annotation rolls the pods when the file changes.
+			{Name: volumeConfig, MountPath: squidConfPath, SubPath: keySquidConf, ReadOnly: true},
+			{Name: volumeHtpasswd, MountPath: htpasswdDir, ReadOnly: true},
+		},
+	}
+}
+
+// resources returns r with a request for every limit that has none, as the
+// API server does for pods, so a limit-only spec compares equal to what the
+// cluster reports.
+func resources(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	out := *r.DeepCopy()
+	for k, v := range out.Limits {
+		if _, ok := out.Requests[k]; ok {
+			continue
+		}
+		if out.Requests == nil {
+			out.Requests = corev1.ResourceList{}
+		}
+		out.Requests[k] = v.DeepCopy()
+	}
+	return out
+}
+
+func buildService(in instance) *corev1.Service {
+	t := serviceType(in.params)
+	s := &corev1.Service{
+		ObjectMeta: in.meta(),
+		Spec: corev1.ServiceSpec{
+			Type:     t,
+			Selector: selector(in.name),
+			Ports: []corev1.ServicePort{{
+				Name: portName, Port: in.port, TargetPort: intstr.FromInt32(in.port), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+	if t != corev1.ServiceTypeClusterIP {
+		// Keep the client's address: squid allows clients by source CIDR,
+		// and the Cluster policy would make every client a node address.
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	if t == corev1.ServiceTypeLoadBalancer {
+		s.Spec.LoadBalancerIP = ptr.Deref(in.params.LoadBalancerIP, "")
+	}
+	return s
+}
+
+func buildPDB(in instance) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: in.meta(),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: selector(in.name)},
+		},
+	}
+}

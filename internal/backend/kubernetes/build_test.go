@@ -1,0 +1,216 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+func TestBuild(t *testing.T) {
+	type want struct {
+		replicas  int32
+		image     string
+		pdb       bool
+		svcType   corev1.ServiceType
+		etp       corev1.ServiceExternalTrafficPolicy
+		lbIP      string
+		port      int32
+		errClass  backend.Class
+		confLines []string
+	}
+	cases := map[string]struct {
+		reason string
+		d      backend.Desired[Params]
+		want   want
+	}{
+		"Defaults": {
+			reason: "Unset parameters take the API defaults: 2 replicas (so a PDB), the default image, a ClusterIP Service.",
+			d: desired(func(d *backend.Desired[Params]) {
+				d.Params = Params{Namespace: testNS}
+				d.Proxy.Port = 0
+			}),
+			want: want{replicas: 2, image: DefaultImage, pdb: true, svcType: corev1.ServiceTypeClusterIP, port: backend.DefaultPort,
+				confLines: []string{"access_log stdio:/dev/stdout", "cache_log /dev/stderr", "/etc/squid/egressproxy/htpasswd"}},
+		},
+		"OneReplicaNoPDB": {
+			reason: "A PodDisruptionBudget of minAvailable 1 over one pod would block node drains.",
+			d:      desired(withReplicas(1)),
+			want:   want{replicas: 1, image: DefaultImage, svcType: corev1.ServiceTypeClusterIP, port: 3128},
+		},
+		"LoadBalancer": {
+			reason: "A LoadBalancer keeps client addresses (Local) and asks for the given IP.",
+			d: desired(withServiceType(corev1.ServiceTypeLoadBalancer), withImage("squid:6"), func(d *backend.Desired[Params]) {
+				d.Params.LoadBalancerIP = ptr.To("127.0.0.10")
+				d.Proxy.Port = 8080
+			}),
+			want: want{replicas: 2, image: "squid:6", pdb: true, svcType: corev1.ServiceTypeLoadBalancer,
+				etp: corev1.ServiceExternalTrafficPolicyLocal, lbIP: "127.0.0.10", port: 8080},
+		},
+		"NodePort": {
+			reason: "A NodePort Service keeps client addresses too, and has no load balancer IP.",
+			d: desired(withServiceType(corev1.ServiceTypeNodePort), func(d *backend.Desired[Params]) {
+				d.Params.LoadBalancerIP = ptr.To("127.0.0.10")
+			}),
+			want: want{replicas: 2, image: DefaultImage, pdb: true, svcType: corev1.ServiceTypeNodePort,
+				etp: corev1.ServiceExternalTrafficPolicyLocal, port: 3128},
+		},
+		"InvalidPolicy": {
+			reason: "A policy squid cannot run is a Permanent error.",
+			d:      desired(withDestinations("bad host")),
+			want:   want{errClass: backend.ClassPermanent},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, err := build(tc.d, []byte("h"))
+			if diff := cmp.Diff(tc.want.errClass, backend.ClassOf(err)); diff != "" {
+				t.Fatalf("%s\nbuild(...): -want error class, +got:\n%s\n%v", tc.reason, diff, err)
+			}
+			if err != nil {
+				return
+			}
+			c := o.deployment.Spec.Template.Spec.Containers[0]
+			got := want{
+				replicas: *o.deployment.Spec.Replicas, image: c.Image, pdb: o.pdb != nil,
+				svcType: o.service.Spec.Type, etp: o.service.Spec.ExternalTrafficPolicy, lbIP: o.service.Spec.LoadBalancerIP,
+				port: o.service.Spec.Ports[0].Port, confLines: tc.want.confLines,
+			}
+			for _, l := range tc.want.confLines {
+				if !strings.Contains(o.configMap.Data[keySquidConf], l) {
+					t.Errorf("%s\nsquid.conf lacks %q", tc.reason, l)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nbuild(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if c.Ports[0].ContainerPort != got.port || c.ReadinessProbe.TCPSocket.Port.IntVal != got.port {
+				t.Errorf("%s\ncontainer port and probes must use the proxy port %d", tc.reason, got.port)
+			}
+			if o.deployment.Spec.Template.Annotations[AnnotationConfigChecksum] != o.checksum || o.checksum == "" {
+				t.Errorf("%s\nthe pod template must carry the config checksum", tc.reason)
+			}
+		})
+	}
+}
+
+func TestBuildLabels(t *testing.T) {
+	o := mustBuild(t, desired())
+	want := testOwnership().Labels(backend.KubernetesLabelKeys)
+	want[LabelName] = appName
+	want[LabelInstance] = testName
+	want[LabelComponent] = component
+	want[LabelManagedBy] = backend.ManagedByValue
+	for _, obj := range []client.Object{o.configMap, o.secret, o.deployment, o.service, o.pdb} {
+		if diff := cmp.Diff(want, obj.GetLabels()); diff != "" {
+			t.Errorf("%T labels: -want, +got:\n%s", obj, diff)
+		}
+		if obj.GetName() != testName || obj.GetNamespace() != testNS {
+			t.Errorf("%T is %s/%s, want %s/%s", obj, obj.GetNamespace(), obj.GetName(), testNS, testName)
+		}
+	}
+}
+
+func TestChecksum(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		other  backend.Desired[Params]
+		same   bool
+	}{
+		"AllowlistChange": {
+			reason: "A new allowlist changes the checksum, which rolls the pods.",
+			other:  desired(withDestinations("api.example.com", ".example.org")),
+		},
+		"PasswordChange": {
+			reason: "A new password must not roll the pods: the mounted Secret is updated in place.",
+			other:  desired(withPassword("another one")),
+			same:   true,
+		},
+		"ReplicasChange": {
+			reason: "Scaling does not change the configuration.",
+			other:  desired(withReplicas(5)),
+			same:   true,
+		},
+	}
+	base := mustBuild(t, desired()).checksum
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := mustBuild(t, tc.other).checksum == base
+			if diff := cmp.Diff(tc.same, got); diff != "" {
+				t.Errorf("%s\nsame checksum: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestResources(t *testing.T) {
+	q := resource.MustParse
+	cases := map[string]struct {
+		reason string
+		in     *corev1.ResourceRequirements
+		want   corev1.ResourceRequirements
+	}{
+		"Nil": {
+			reason: "No resources, no requests.",
+			want:   corev1.ResourceRequirements{},
+		},
+		"LimitsOnly": {
+			reason: "A limit without a request gets the limit as request, as the API server does for pods.",
+			in:     &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("500m")}},
+			want: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("500m")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m")},
+			},
+		},
+		"RequestKept": {
+			reason: "An explicit request is kept.",
+			in: &corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("256Mi")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("128Mi")},
+			},
+			want: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("256Mi")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("128Mi")},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := resources(tc.in)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nresources(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestClusterID(t *testing.T) {
+	cases := map[string]struct {
+		host string
+		want string
+	}{
+		"URL":      {host: "https://127.0.0.1:6443", want: "127.0.0.1:6443"},
+		"Path":     {host: "https://rancher.example.com/k8s/clusters/c-abc/", want: "rancher.example.com_k8s_clusters_c-abc"},
+		"HostPort": {host: "127.0.0.1:6443", want: "127.0.0.1:6443"},
+		"IPv6":     {host: "https://[::1]:6443", want: "[::1]:6443"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ClusterID(tc.host)); diff != "" {
+				t.Errorf("ClusterID(%q): -want, +got:\n%s", tc.host, diff)
+			}
+		})
+	}
+}

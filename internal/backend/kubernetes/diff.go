@@ -1,0 +1,207 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
+)
+
+// Every comparison here looks only at the fields the builders set, so what
+// the API server defaults (cluster IPs, node ports, pull policies, ...) or
+// others add (labels, annotations, injected sidecars) never looks like drift.
+// A difference is a short phrase for Observation.Diff, holding no secret.
+
+// Kinds, as they appear in differences and errors.
+const (
+	kindConfigMap  = "ConfigMap"
+	kindSecret     = "Secret"
+	kindDeployment = "Deployment"
+	kindService    = "Service"
+	kindPDB        = "PodDisruptionBudget"
+)
+
+type differences []string
+
+func (d *differences) add(format string, args ...any) {
+	*d = append(*d, fmt.Sprintf(format, args...))
+}
+
+// unequal adds field when want and got differ.
+func (d *differences) unequal(field string, want, got any) {
+	if !equality.Semantic.DeepEqual(want, got) {
+		d.add("%s differs", field)
+	}
+}
+
+// labels adds a difference for every label of want that got lacks or
+// holds another value of.
+func (d *differences) labels(kind string, want, got map[string]string) {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := got[k]; !ok || v != want[k] {
+			d.add("%s label %s is %q, want %q", kind, k, v, want[k])
+		}
+	}
+}
+
+func diffConfigMap(want, got *corev1.ConfigMap) []string {
+	var d differences
+	d.labels(kindConfigMap, want.Labels, got.Labels)
+	if got.Data[keySquidConf] != want.Data[keySquidConf] {
+		d.add("%s %s differs from the rendered squid configuration", kindConfigMap, keySquidConf)
+	}
+	return d
+}
+
+// diffSecret compares the htpasswd by what it accepts, not byte for byte: a
+// new hash of the same password has another salt.
+func diffSecret(want, got *corev1.Secret, user, password string) []string {
+	var d differences
+	d.labels(kindSecret, want.Labels, got.Labels)
+	if !squid.HtpasswdMatches(got.Data[keyHtpasswd], user, password) {
+		d.add("%s %s does not accept the current credentials", kindSecret, keyHtpasswd)
+	}
+	return d
+}
+
+func diffDeployment(want, got *appsv1.Deployment) []string {
+	var d differences
+	d.labels(kindDeployment, want.Labels, got.Labels)
+	if w, g := ptr.Deref(want.Spec.Replicas, 1), ptr.Deref(got.Spec.Replicas, 1); w != g {
+		d.add("%s spec.replicas is %d, want %d", kindDeployment, g, w)
+	}
+	d.unequal(kindDeployment+" spec.selector", want.Spec.Selector, got.Spec.Selector)
+	d.unequal(kindDeployment+" spec.strategy", want.Spec.Strategy, got.Spec.Strategy)
+	wt, gt := want.Spec.Template, got.Spec.Template
+	d.labels(kindDeployment+" pod template", wt.Labels, gt.Labels)
+	if w, g := wt.Annotations[AnnotationConfigChecksum], gt.Annotations[AnnotationConfigChecksum]; w != g {
+		d.add("%s pod template config checksum is %q, want %q", kindDeployment, g, w)
+	}
+	d = append(d, diffPodSpec(wt.Spec, gt.Spec)...)
+	return d
+}
+
+func diffPodSpec(want, got corev1.PodSpec) []string {
+	var d differences
+	const p = kindDeployment + " pod spec."
+	d.unequal(p+"nodeSelector", want.NodeSelector, got.NodeSelector)
+	d.unequal(p+"tolerations", want.Tolerations, got.Tolerations)
+	d.unequal(p+"affinity", want.Affinity, got.Affinity)
+	for _, wv := range want.Volumes {
+		gv, ok := volume(got.Volumes, wv.Name)
+		if !ok {
+			d.add("%svolumes has no %s", p, wv.Name)
+			continue
+		}
+		d.unequal(p+"volumes "+wv.Name, wv.VolumeSource, gv.VolumeSource)
+	}
+	for _, wc := range want.Containers {
+		gc, ok := container(got.Containers, wc.Name)
+		if !ok {
+			d.add("%scontainers has no %s", p, wc.Name)
+			continue
+		}
+		d = append(d, diffContainer(wc, gc)...)
+	}
+	return d
+}
+
+func diffContainer(want, got corev1.Container) []string {
+	var d differences
+	p := kindDeployment + " container " + want.Name + " "
+	if want.Image != got.Image {
+		d.add("%simage is %q, want %q", p, got.Image, want.Image)
+	}
+	d.unequal(p+"ports", want.Ports, got.Ports)
+	d.unequal(p+"resources", want.Resources, got.Resources)
+	d.unequal(p+"readinessProbe", want.ReadinessProbe, got.ReadinessProbe)
+	d.unequal(p+"livenessProbe", want.LivenessProbe, got.LivenessProbe)
+	d.unequal(p+"volumeMounts", want.VolumeMounts, got.VolumeMounts)
+	return d
+}
+
+func volume(vs []corev1.Volume, name string) (corev1.Volume, bool) {
+	for _, v := range vs {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return corev1.Volume{}, false
+}
+
+func container(cs []corev1.Container, name string) (corev1.Container, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return corev1.Container{}, false
+}
+
+func diffService(want, got *corev1.Service) []string {
+	var d differences
+	d.labels(kindService, want.Labels, got.Labels)
+	if want.Spec.Type != got.Spec.Type {
+		d.add("%s spec.type is %s, want %s", kindService, got.Spec.Type, want.Spec.Type)
+	}
+	d.unequal(kindService+" spec.selector", want.Spec.Selector, got.Spec.Selector)
+	if !samePorts(want.Spec.Ports, got.Spec.Ports) {
+		d.add("%s spec.ports differs", kindService)
+	}
+	if want.Spec.LoadBalancerIP != got.Spec.LoadBalancerIP {
+		d.add("%s spec.loadBalancerIP is %q, want %q", kindService, got.Spec.LoadBalancerIP, want.Spec.LoadBalancerIP)
+	}
+	if want.Spec.ExternalTrafficPolicy != "" && want.Spec.ExternalTrafficPolicy != got.Spec.ExternalTrafficPolicy {
+		d.add("%s spec.externalTrafficPolicy is %q, want %q", kindService, got.Spec.ExternalTrafficPolicy, want.Spec.ExternalTrafficPolicy)
+	}
+	return d
+}
+
+// samePorts compares the ports without the node ports the API server
+// allocates.
+func samePorts(want, got []corev1.ServicePort) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Name != g.Name || w.Port != g.Port || w.Protocol != g.Protocol || w.TargetPort != g.TargetPort {
+			return false
+		}
+	}
+	return true
+}
+
+// diffPDB compares a PodDisruptionBudget; want nil means there must be none.
+func diffPDB(want, got *policyv1.PodDisruptionBudget) []string {
+	var d differences
+	switch {
+	case want == nil && got == nil:
+	case want == nil:
+		d.add("%s exists but the proxy has one replica", kindPDB)
+	case got == nil:
+		d.add("%s is missing", kindPDB)
+	default:
+		d.labels(kindPDB, want.Labels, got.Labels)
+		d.unequal(kindPDB+" spec.minAvailable", want.Spec.MinAvailable, got.Spec.MinAvailable)
+		d.unequal(kindPDB+" spec.selector", want.Spec.Selector, got.Spec.Selector)
+	}
+	return d
+}

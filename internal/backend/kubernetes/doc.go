@@ -1,0 +1,23 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package kubernetes runs egress proxies in a Kubernetes cluster: per
+// instance a ConfigMap (squid.conf), a Secret (htpasswd), a Deployment of
+// squid, a Service in front of it and, with more than one replica, a
+// PodDisruptionBudget, all named after the instance and labelled with its
+// ownership.
+//
+// The credentials of the target cluster need, in the proxy namespaces:
+// get, list, create, update and delete on configmaps, secrets, services,
+// deployments.apps and poddisruptionbudgets.policy; list on pods; and, cluster
+// wide, list on deployments.apps (garbage collection) and get on nodes (egress
+// IPs). Delete without a namespace (garbage collection) lists every kind
+// across namespaces.
+//
+// The package follows CAPG: service.go holds the small client interface,
+// build.go pure builders of the desired objects, diff.go pure comparison of
+// the fields the backend owns, and the other files the service code.
+package kubernetes

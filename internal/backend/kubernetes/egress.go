@@ -1,0 +1,65 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const kindPod, kindNode = "Pod", "Node"
+
+// egressIPs returns the sorted ExternalIP addresses of the nodes that run a
+// ready pod of the instance: proxied traffic leaves from them (unless the
+// cluster routes egress elsewhere, which no API shows).
+func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := b.kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector(name))); err != nil {
+		return nil, classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
+	}
+	var nodes []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && podReady(p) && !slices.Contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	var ips []string
+	for _, n := range nodes {
+		node := &corev1.Node{}
+		err := b.kube.Get(ctx, client.ObjectKey{Name: n}, node)
+		if kerrors.IsNotFound(err) {
+			// Deleted since the pod was listed; its pod is going too.
+			continue
+		}
+		if err != nil {
+			return nil, classify(err, call{verb: verbGet, kind: kindNode, resource: resNodes, name: n})
+		}
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeExternalIP && a.Address != "" {
+				ips = append(ips, a.Address)
+			}
+		}
+	}
+	slices.Sort(ips)
+	return slices.Compact(ips), nil
+}
+
+func podReady(p corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,233 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+const (
+	errFmtNotOursObserve = "Deployment %s/%s exists but is not managed by this resource"
+	errFmtMissing        = "%s is missing"
+	errFmtForeign        = "%s %s/%s is not managed by this resource"
+)
+
+// Messages of an instance that is not ready.
+const (
+	msgFmtAvailable   = "%d of %d replicas available"
+	msgGeneration     = "waiting for the Deployment controller to see the latest spec"
+	msgFmtRollingOut  = "rolling out: %d of %d replicas updated, %d available"
+	msgFmtNoService   = "Service %s is missing"
+	msgFmtNoLBAddress = "waiting for the load balancer of Service %s to get an address"
+	msgFmtCondition   = "%s: %s"
+	reasonDeadline    = "ProgressDeadlineExceeded"
+)
+
+// live is what exists of an instance; a missing part is nil.
+type live struct {
+	deployment *appsv1.Deployment
+	configMap  *corev1.ConfigMap
+	secret     *corev1.Secret
+	service    *corev1.Service
+	pdb        *policyv1.PodDisruptionBudget
+}
+
+// Observe reports the instance of d. It is NotFound when its Deployment is
+// missing, or belongs to another resource (Create then says so); the other
+// parts are deleted before the Deployment, so they are gone too.
+func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backend.Observation[Observation], error) {
+	var o backend.Observation[Observation]
+	ns := d.Params.Namespace
+	if ns == "" {
+		return o, backend.Permanent(errors.New(errNoNamespace))
+	}
+	l, err := b.read(ctx, ns, d.Name)
+	if err != nil {
+		return o, err
+	}
+	dep := l.deployment
+	own, ok := backend.OwnershipFromLabels(backend.KubernetesLabelKeys, dep.GetLabels())
+	if !ok || !backend.OwnedBy(backend.KubernetesLabelKeys, dep.GetLabels(), d.Ownership) {
+		return o, backend.NotFound(errors.Errorf(errFmtNotOursObserve, ns, d.Name))
+	}
+	want, err := build(d, nil)
+	if err != nil {
+		return o, err
+	}
+	diffs := compare(want, l, d)
+	svc := l.service
+	if svc != nil && !backend.OwnedBy(backend.KubernetesLabelKeys, svc.GetLabels(), d.Ownership) {
+		// Never hand clients the address of another resource's Service.
+		svc = nil
+	}
+	endpoint := endpointOf(svc)
+	ips, err := b.egressIPs(ctx, ns, d.Name)
+	if err != nil {
+		return o, err
+	}
+	o = backend.Observation[Observation]{
+		ID:             b.id(ns, d.Name),
+		State:          commonv1alpha1.StatePending,
+		Endpoint:       endpoint,
+		EgressIPs:      ips,
+		CreatedAt:      dep.CreationTimestamp.Time,
+		Ownership:      own,
+		UpToDate:       len(diffs) == 0,
+		Diff:           strings.Join(diffs, "; "),
+		ConfigChecksum: dep.Spec.Template.Annotations[AnnotationConfigChecksum],
+		Extra:          Observation{AvailableReplicas: dep.Status.AvailableReplicas},
+	}
+	if dep.Status.AvailableReplicas > 0 {
+		o.State = commonv1alpha1.StateRunning
+	}
+	o.Ready, o.Message = readiness(dep, svc, endpoint)
+	return o, nil
+}
+
+// read gets every part of the instance; only a missing Deployment is an
+// error (NotFound).
+func (b *Backend) read(ctx context.Context, ns, name string) (live, error) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	c := func(kind, res string) call {
+		return call{verb: verbGet, kind: kind, resource: res, namespace: ns, name: name}
+	}
+	var l live
+	l.deployment = &appsv1.Deployment{}
+	if err := b.kube.Get(ctx, key, l.deployment); err != nil {
+		return live{}, classify(err, c(kindDeployment, resDeployments))
+	}
+	var err error
+	if l.configMap, err = optional(ctx, b.kube, key, &corev1.ConfigMap{}, c(kindConfigMap, resConfigMaps)); err != nil {
+		return live{}, err
+	}
+	if l.secret, err = optional(ctx, b.kube, key, &corev1.Secret{}, c(kindSecret, resSecrets)); err != nil {
+		return live{}, err
+	}
+	if l.service, err = optional(ctx, b.kube, key, &corev1.Service{}, c(kindService, resServices)); err != nil {
+		return live{}, err
+	}
+	l.pdb, err = optional(ctx, b.kube, key, &policyv1.PodDisruptionBudget{}, c(kindPDB, resPDBs))
+	return l, err
+}
+
+// optional gets obj, or returns nil when it does not exist.
+func optional[T client.Object](ctx context.Context, k kube, key client.ObjectKey, obj T, c call) (T, error) {
+	var none T
+	err := k.Get(ctx, key, obj)
+	if kerrors.IsNotFound(err) {
+		return none, nil
+	}
+	if err != nil {
+		return none, classify(err, c)
+	}
+	return obj, nil
+}
+
+// compare returns how the live instance differs from the desired one. A part
+// of another owner is a difference, which Update then reports as an error.
+func compare(want objects, l live, d backend.Desired[Params]) []string {
+	var out differences
+	owned := func(o client.Object, kind string) bool {
+		if backend.OwnedBy(backend.KubernetesLabelKeys, o.GetLabels(), d.Ownership) {
+			return true
+		}
+		out.add(errFmtForeign, kind, o.GetNamespace(), o.GetName())
+		return false
+	}
+	out = append(out, diffDeployment(want.deployment, l.deployment)...)
+	switch {
+	case l.configMap == nil:
+		out.add(errFmtMissing, kindConfigMap)
+	case owned(l.configMap, kindConfigMap):
+		out = append(out, diffConfigMap(want.configMap, l.configMap)...)
+	}
+	switch {
+	case l.secret == nil:
+		out.add(errFmtMissing, kindSecret)
+	case owned(l.secret, kindSecret):
+		out = append(out, diffSecret(want.secret, l.secret, d.Credentials.Username, d.Credentials.Password)...)
+	}
+	switch {
+	case l.service == nil:
+		out.add(errFmtMissing, kindService)
+	case owned(l.service, kindService):
+		out = append(out, diffService(want.service, l.service)...)
+	}
+	pdb := l.pdb
+	if pdb != nil && !backend.OwnedBy(backend.KubernetesLabelKeys, pdb.GetLabels(), d.Ownership) {
+		if want.pdb == nil {
+			// Not ours and not wanted: none of our business.
+			pdb = nil
+		} else {
+			out.add(errFmtForeign, kindPDB, pdb.GetNamespace(), pdb.GetName())
+			return out
+		}
+	}
+	return append(out, diffPDB(want.pdb, pdb)...)
+}
+
+// endpointOf returns host:port clients use, or "" while there is none.
+func endpointOf(svc *corev1.Service) string {
+	if svc == nil || len(svc.Spec.Ports) == 0 {
+		return ""
+	}
+	port := strconv.Itoa(int(svc.Spec.Ports[0].Port))
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", port)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return net.JoinHostPort(in.IP, port)
+		}
+		if in.Hostname != "" {
+			return net.JoinHostPort(in.Hostname, port)
+		}
+	}
+	return ""
+}
+
+// readiness tells whether the proxy serves: the rollout of the current spec
+// is done, a replica is available and clients have an endpoint.
+func readiness(dep *appsv1.Deployment, svc *corev1.Service, endpoint string) (bool, string) {
+	want := ptr.Deref(dep.Spec.Replicas, 1)
+	st := dep.Status
+	switch {
+	case st.ObservedGeneration < dep.Generation:
+		return false, msgGeneration
+	case st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas:
+		msg := fmt.Sprintf(msgFmtRollingOut, st.UpdatedReplicas, want, st.AvailableReplicas)
+		for _, c := range st.Conditions {
+			// Say why a rollout is stuck: no quota for pods, a deadline.
+			if (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) || c.Reason == reasonDeadline {
+				msg += "; " + fmt.Sprintf(msgFmtCondition, c.Type, c.Message)
+			}
+		}
+		return false, msg
+	case st.AvailableReplicas < 1:
+		return false, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want)
+	case svc == nil:
+		return false, fmt.Sprintf(msgFmtNoService, dep.Name)
+	case endpoint == "":
+		return false, fmt.Sprintf(msgFmtNoLBAddress, svc.Name)
+	}
+	return true, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want)
+}
