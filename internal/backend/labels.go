@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package backend
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -59,16 +60,38 @@ type Ownership struct {
 }
 
 // Labels returns the ownership labels in the syntax of keys. Values are
-// label-safe on every backend: UIDs are lower-case hex and dashes, and
-// Kubernetes names are at most 63 characters (enforced at admission).
+// label-safe on every backend: UIDs are lower-case hex and dashes, and names
+// go through LabelValue. Only the UID identifies the owner; the namespace and
+// name are for people and may be shortened.
 func (o Ownership) Labels(keys LabelKeys) map[string]string {
 	return map[string]string{
 		keys.ManagedBy:        ManagedByValue,
 		keys.OwnerUID:         string(o.Owner.UID),
-		keys.ProviderInstance: o.ProviderInstance,
-		keys.OwnerNamespace:   o.Owner.Namespace,
-		keys.OwnerName:        o.Owner.Name,
+		keys.ProviderInstance: LabelValue(o.ProviderInstance),
+		keys.OwnerNamespace:   LabelValue(o.Owner.Namespace),
+		keys.OwnerName:        LabelValue(o.Owner.Name),
 	}
+}
+
+// maxLabelValue is the longest label value Kubernetes and GCE accept.
+const maxLabelValue = 63
+
+// LabelValue makes s a label value valid on every backend: lower-case
+// letters, digits, dashes and underscores (GCE allows no dots), at most 63
+// characters, starting and ending with a letter or digit (Kubernetes).
+// Composed resources get names longer than 63 characters, so names are
+// shortened rather than refused.
+func LabelValue(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+			b[i] = '-'
+		}
+	}
+	if len(b) > maxLabelValue {
+		b = b[:maxLabelValue]
+	}
+	return strings.Trim(string(b), "-_")
 }
 
 // OwnershipFromLabels reads ownership back from labels. ok is false when the
@@ -92,7 +115,7 @@ func OwnershipFromLabels(keys LabelKeys, l map[string]string) (Ownership, bool) 
 // resource's instance would hand one team's proxy to another.
 func OwnedBy(keys LabelKeys, l map[string]string, want Ownership) bool {
 	got, ok := OwnershipFromLabels(keys, l)
-	return ok && got.Owner.UID == want.Owner.UID && got.ProviderInstance == want.ProviderInstance
+	return ok && got.Owner.UID == want.Owner.UID && got.ProviderInstance == LabelValue(want.ProviderInstance)
 }
 
 // Collectable reports whether the garbage collector may delete an instance
@@ -100,7 +123,7 @@ func OwnedBy(keys LabelKeys, l map[string]string, want Ownership) bool {
 // A zero creation time is never collectable: a backend that failed to read
 // it back must not lose a fresh instance.
 func Collectable(in Instance, providerInstance string, ownerExists func(types.UID) bool, minAge time.Duration, now time.Time) bool {
-	if in.Ownership.ProviderInstance != providerInstance || in.CreatedAt.IsZero() {
+	if in.Ownership.ProviderInstance != LabelValue(providerInstance) || in.CreatedAt.IsZero() {
 		return false
 	}
 	if now.Sub(in.CreatedAt) < minAge {

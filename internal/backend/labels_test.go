@@ -8,6 +8,7 @@ package backend
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,26 @@ func TestCloudLabelsAreGCESafe(t *testing.T) {
 		if !key.MatchString(k) || !value.MatchString(v) {
 			t.Errorf("label %s=%s is not a valid GCE label", k, v)
 		}
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	cases := map[string]struct {
+		in, want string
+	}{
+		"Plain":     {in: "team-a", want: "team-a"},
+		"Dots":      {in: "proxy.v2", want: "proxy-v2"},
+		"UpperCase": {in: "Team", want: "team"},
+		"Long":      {in: strings.Repeat("a", 70), want: strings.Repeat("a", 63)},
+		"CutAtDash": {in: strings.Repeat("a", 62) + "-b", want: strings.Repeat("a", 62)},
+		"Composed":  {in: "payments-egress-x7k2p-9fj3d", want: "payments-egress-x7k2p-9fj3d"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, LabelValue(tc.in)); diff != "" {
+				t.Errorf("LabelValue(%q): -want, +got:\n%s", tc.in, diff)
+			}
+		})
 	}
 }
 
