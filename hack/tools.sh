@@ -38,7 +38,15 @@ version_of() {
   esac
 }
 
-bin_path() { echo "$CACHE/$1-$(version_of "$1")/$1"; }
+# recipe_rev is bumped when a tool's build recipe changes, so caches built
+# by an older recipe are not reused.
+recipe_rev() {
+  case "$1" in
+    crossplane) echo "-r2" ;;
+  esac
+}
+
+bin_path() { echo "$CACHE/$1-$(version_of "$1")$(recipe_rev "$1")/$1"; }
 
 # wrapper DIR MODULE... creates a wrapper module requiring the given module@versions.
 wrapper() {
@@ -105,7 +113,10 @@ build_crossplane() {
   local w=$CACHE/src/crossplane-cli-$CROSSPLANE_CLI_VERSION
   wrapper "$w" "github.com/crossplane/crossplane/v2@$CROSSPLANE_CLI_VERSION"
   ( cd "$w" && printf '//go:build tools\n\npackage tools\nimport _ "github.com/crossplane/crossplane/v2/cmd/crank"\n' >tools.go && go mod tidy >/dev/null
-    go build -trimpath -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CROSSPLANE_CLI_VERSION" \
+    # crank reads its version from crossplane's own internal/version; without
+    # it `crossplane version --client` prints nothing and `beta validate`
+    # defaults to an image with an empty tag.
+    go build -trimpath -ldflags "-s -w -X github.com/crossplane/crossplane/v2/internal/version.version=$CROSSPLANE_CLI_VERSION" \
       -o "$1" github.com/crossplane/crossplane/v2/cmd/crank )
 }
 

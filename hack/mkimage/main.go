@@ -1,0 +1,198 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command mkimage builds a one-layer linux/amd64 OCI image tarball that holds
+// a static binary on an empty base, with the binary as entrypoint. It needs
+// no Docker: `crossplane xpkg build --embed-runtime-image-tarball` embeds the
+// result in a Provider or Function package.
+//
+//	mkimage -binary _output/bin/linux_amd64/function -path /function \
+//	  -ref xpkg.egressproxy.io/egressproxy/function-egressproxy:v0.1.0 -o function.tar
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+const (
+	errReadBinary   = "cannot read the binary"
+	errReadCABundle = "cannot read the CA bundle"
+	errLayer        = "cannot build the image layer"
+	errAppendLayer  = "cannot add the layer to the image"
+	errConfig       = "cannot set the image configuration"
+	errParseRef     = "cannot parse the image reference"
+	errWrite        = "cannot write the image tarball"
+	errFmtTar       = "cannot add %s to the layer"
+	errFmtPath      = "the binary's path in the image must be absolute and clean, not %q"
+)
+
+// caBundlePath is where Go's crypto/x509 looks first on Linux.
+const caBundlePath = "/etc/ssl/certs/ca-certificates.crt"
+
+// Options of an image.
+type Options struct {
+	// Binary is the file to put into the image.
+	Binary string
+	// Path of the binary in the image; it is the entrypoint.
+	Path string
+	// Args are passed to the entrypoint by default.
+	Args []string
+	// CABundle, when set, is a PEM file installed as the image's trusted
+	// roots, for binaries that call TLS APIs (the provider calls GCE).
+	CABundle string
+	// User the entrypoint runs as.
+	User string
+	// ExposedPorts, such as 9443/tcp.
+	ExposedPorts []string
+}
+
+func main() {
+	o := Options{}
+	var ref, out, args, ports string
+	flag.StringVar(&o.Binary, "binary", "", "Static linux/amd64 binary to put into the image (required).")
+	flag.StringVar(&o.Path, "path", "", "Path of the binary in the image, its entrypoint. Default: /<binary file name>.")
+	flag.StringVar(&args, "args", "", "Space-separated default arguments of the entrypoint.")
+	flag.StringVar(&o.CABundle, "ca-bundle", "", "PEM file installed as "+caBundlePath+" (optional).")
+	flag.StringVar(&o.User, "user", "65532:65532", "User the entrypoint runs as.")
+	flag.StringVar(&ports, "expose", "", "Space-separated ports the image exposes, such as 9443/tcp.")
+	flag.StringVar(&ref, "ref", "", "Image reference recorded in the tarball, such as registry/repo:tag (required).")
+	flag.StringVar(&out, "o", "", "Output tarball (required).")
+	flag.Parse()
+	if o.Binary == "" || ref == "" || out == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	o.Args = strings.Fields(args)
+	o.ExposedPorts = strings.Fields(ports)
+	if err := write(o, ref, out); err != nil {
+		fmt.Fprintf(os.Stderr, "mkimage: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func write(o Options, ref, out string) error {
+	img, err := Build(o)
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return errors.Wrap(err, errParseRef)
+	}
+	return errors.Wrap(tarball.WriteToFile(out, tag, img), errWrite)
+}
+
+// Build returns the image. It is reproducible: the same binary gives the
+// same digest, because every timestamp is the epoch.
+func Build(o Options) (v1.Image, error) {
+	if o.Path == "" {
+		o.Path = "/" + path.Base(o.Binary)
+	}
+	if !path.IsAbs(o.Path) || path.Clean(o.Path) != o.Path {
+		return nil, errors.Errorf(errFmtPath, o.Path)
+	}
+	layer, err := buildLayer(o)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: layer, MediaType: types.OCILayer})
+	if err != nil {
+		return nil, errors.Wrap(err, errAppendLayer)
+	}
+	img = mutate.MediaType(img, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, errors.Wrap(err, errConfig)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = []string{o.Path}
+	cf.Config.Cmd = o.Args
+	cf.Config.User = o.User
+	cf.Config.Env = []string{"PATH=/"}
+	if len(o.ExposedPorts) > 0 {
+		cf.Config.ExposedPorts = map[string]struct{}{}
+		for _, p := range o.ExposedPorts {
+			cf.Config.ExposedPorts[p] = struct{}{}
+		}
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	return img, errors.Wrap(err, errConfig)
+}
+
+// buildLayer returns the one layer: the binary, the CA bundle if any, and a
+// world-writable /tmp, which an empty base lacks.
+func buildLayer(o Options) (v1.Layer, error) {
+	bin, err := os.ReadFile(o.Binary)
+	if err != nil {
+		return nil, errors.Wrap(err, errReadBinary)
+	}
+	buf := &bytes.Buffer{}
+	tw := tar.NewWriter(buf)
+	entries := []tarEntry{
+		{name: "tmp/", mode: 0o1777, dir: true},
+		{name: o.Path[1:], mode: 0o755, data: bin},
+	}
+	if o.CABundle != "" {
+		ca, err := os.ReadFile(o.CABundle)
+		if err != nil {
+			return nil, errors.Wrap(err, errReadCABundle)
+		}
+		entries = append(entries,
+			tarEntry{name: "etc/", mode: 0o755, dir: true},
+			tarEntry{name: "etc/ssl/", mode: 0o755, dir: true},
+			tarEntry{name: "etc/ssl/certs/", mode: 0o755, dir: true},
+			tarEntry{name: caBundlePath[1:], mode: 0o644, data: ca})
+	}
+	for _, e := range entries {
+		if err := e.writeTo(tw); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, errors.Wrap(err, errLayer)
+	}
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
+		tarball.WithMediaType(types.OCILayer))
+	return l, errors.Wrap(err, errLayer)
+}
+
+type tarEntry struct {
+	name string
+	mode int64
+	dir  bool
+	data []byte
+}
+
+func (e tarEntry) writeTo(tw *tar.Writer) error {
+	h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Size: int64(len(e.data)), Format: tar.FormatPAX}
+	if e.dir {
+		h.Typeflag, h.Size = tar.TypeDir, 0
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return errors.Wrapf(err, errFmtTar, e.name)
+	}
+	_, err := tw.Write(e.data)
+	return errors.Wrapf(err, errFmtTar, e.name)
+}

@@ -1,0 +1,213 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package function
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+const (
+	xrJSON = `{
+		"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy",
+		"metadata": {"name": "web-x7k2p", "labels": {"crossplane.io/claim-name": "web", "crossplane.io/claim-namespace": "team-a"}},
+		"spec": {"port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
+		         "allowedConnectPorts": [443], "credentialsSecretRef": {"name": "web-creds"}, "size": "%s"}}`
+	xrNoClaimJSON = `{
+		"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy",
+		"metadata": {"name": "web"},
+		"spec": {"allowedClientCIDRs": ["10.0.0.0/8"]}}`
+	commonForProvider = `"port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
+		"allowedConnectPorts": [443], "credentialsSecretRef": {"name": "web-creds"}`
+	connRef = `"writeConnectionSecretToRef": {"name": "web-x7k2p-proxy-connection"}`
+)
+
+func xr(size string) *fnv1.Resource {
+	return &fnv1.Resource{Resource: resource.MustStructJSON(fmt.Sprintf(xrJSON, size))}
+}
+
+func mrJSON(kind, group, forProvider, extraSpec string) string {
+	return fmt.Sprintf(`{"apiVersion": "%s/v1alpha1", "kind": "%s", "metadata": {"namespace": "team-a"},
+		"spec": {%s "forProvider": {%s, %s}, %s}}`, group, kind, extraSpec, commonForProvider, forProvider, connRef)
+}
+
+func rsp(desired *fnv1.State, results ...*fnv1.Result) *fnv1.RunFunctionResponse {
+	return &fnv1.RunFunctionResponse{
+		Meta:    &fnv1.ResponseMeta{Tag: "t", Ttl: durationpb.New(response.DefaultTTL)},
+		Desired: desired,
+		Results: results,
+	}
+}
+
+func fatal(msg string) *fnv1.Result {
+	return &fnv1.Result{Severity: fnv1.Severity_SEVERITY_FATAL, Message: msg, Target: fnv1.Target_TARGET_COMPOSITE.Enum()}
+}
+
+func warning(msg string) *fnv1.Result {
+	return &fnv1.Result{Severity: fnv1.Severity_SEVERITY_WARNING, Message: msg, Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()}
+}
+
+func desiredXR(status string, conn map[string][]byte) *fnv1.Resource {
+	return &fnv1.Resource{Resource: resource.MustStructJSON(`{"status": ` + status + `}`), ConnectionDetails: conn}
+}
+
+func TestRunFunction(t *testing.T) {
+	type args struct {
+		req *fnv1.RunFunctionRequest
+	}
+	type want struct {
+		rsp *fnv1.RunFunctionResponse
+		err error
+	}
+
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   want
+	}{
+		"UnknownBackend": {
+			reason: "An input naming no known backend is a fatal result.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:     &fnv1.RequestMeta{Tag: "t"},
+				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "podman"}`),
+				Observed: &fnv1.State{Composite: xr("small")},
+			}},
+			want: want{rsp: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be kubernetes, gcp or kvm`))},
+		},
+		"NoClaimNamespace": {
+			reason: "An XR not created for a claim has no namespace to compose the proxy in: a fatal result.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:     &fnv1.RequestMeta{Tag: "t"},
+				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
+				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xrNoClaimJSON)}},
+			}},
+			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no crossplane.io/claim-namespace label: it must be created through an EgressProxy claim, whose namespace the proxy is composed in"))},
+		},
+		"GCPNoZone": {
+			reason: "A gcp Composition without a zone cannot compose a VM: a fatal result.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:     &fnv1.RequestMeta{Tag: "t"},
+				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp", "gcp": {"zone": ""}}`),
+				Observed: &fnv1.State{Composite: xr("small")},
+			}},
+			want: want{rsp: rsp(nil, fatal(errNoGCPZone))},
+		},
+		"KVMNoBaseImage": {
+			reason: "A kvm Composition without a base image cannot compose a VM: a fatal result.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:     &fnv1.RequestMeta{Tag: "t"},
+				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm"}`),
+				Observed: &fnv1.State{Composite: xr("small")},
+			}},
+			want: want{rsp: rsp(nil, fatal(errNoKVMBaseImage))},
+		},
+		"KubernetesFirstReconcile": {
+			reason: "Before anything is observed the function composes a KubernetesProxy in the claim's namespace, not ready, and sets only the backend on the XR.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes",
+					"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},
+					"kubernetes": {"namespace": "egress", "image": "squid:6", "replicas": {"medium": 4}}}`),
+				Observed: &fnv1.State{Composite: xr("medium")},
+			}},
+			want: want{rsp: rsp(&fnv1.State{
+				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
+				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
+					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io",
+						`"namespace": "egress", "image": "squid:6", "replicas": 4`,
+						`"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},`)),
+					Ready: fnv1.Ready_READY_FALSE,
+				}},
+			})},
+		},
+		"KubernetesNoNamespace": {
+			reason: "Without a target namespace in the input the proxy runs in one named like the claim's namespace, with a warning.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:     &fnv1.RequestMeta{Tag: "t"},
+				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
+				Observed: &fnv1.State{Composite: xr("")},
+			}},
+			want: want{rsp: rsp(&fnv1.State{
+				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
+				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
+					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", `"namespace": "team-a", "replicas": 1`, "")),
+					Ready:    fnv1.Ready_READY_FALSE,
+				}},
+			}, warning(`the function input has no kubernetes.namespace: the proxy runs in namespace "team-a" of the target cluster, named like the claim's`))},
+		},
+		"GCPLarge": {
+			reason: "A large gcp proxy gets the built-in large machine type and the input's zone, image and network; an input section for another backend is ignored with a warning.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp",
+					"gcp": {"zone": "europe-west1-b", "image": "projects/debian-cloud/global/images/family/debian-12", "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]},
+					"kvm": {"baseImageVolume": "debian-12.qcow2"}}`),
+				Observed: &fnv1.State{Composite: xr("large")},
+			}},
+			want: want{rsp: rsp(&fnv1.State{
+				Composite: desiredXR(`{"backend": "gcp"}`, map[string][]byte{}),
+				Resources: map[string]*fnv1.Resource{"gcp-proxy": {
+					Resource: resource.MustStructJSON(mrJSON("GCPProxy", "gcp.m.egressproxy.io",
+						`"zone": "europe-west1-b", "machineType": "e2-standard-2", "image": "projects/debian-cloud/global/images/family/debian-12",
+						 "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]`, "")),
+					Ready: fnv1.Ready_READY_FALSE,
+				}},
+			}, warning("the function input's kvm section is ignored: the backend is gcp"))},
+		},
+		"KVMSmall": {
+			reason: "A small kvm proxy gets the input's small size and its pool, image, network and domain type.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
+					"kvm": {"pool": "vms", "baseImageVolume": "debian-12.qcow2", "network": {"bridge": "br0"}, "domainType": "qemu", "diskGiB": 4,
+					        "sizes": {"small": {"vcpus": 2, "memoryMiB": 768}}}}`),
+				Observed: &fnv1.State{Composite: xr("small")},
+			}},
+			want: want{rsp: rsp(&fnv1.State{
+				Composite: desiredXR(`{"backend": "kvm"}`, map[string][]byte{}),
+				Resources: map[string]*fnv1.Resource{"kvm-proxy": {
+					Resource: resource.MustStructJSON(mrJSON("KVMProxy", "kvm.m.egressproxy.io",
+						`"pool": "vms", "baseImageVolume": "debian-12.qcow2", "diskGiB": 4, "memoryMiB": 768, "vcpus": 2,
+						 "network": {"bridge": "br0"}, "domainType": "qemu"`, "")),
+					Ready: fnv1.Ready_READY_FALSE,
+				}},
+			})},
+		},
+		"KVMBadNetwork": {
+			reason: "A kvm network with both a name and a bridge is a fatal result.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
+					"kvm": {"baseImageVolume": "debian-12.qcow2", "network": {"name": "default", "bridge": "br0"}}}`),
+				Observed: &fnv1.State{Composite: xr("small")},
+			}},
+			want: want{rsp: rsp(nil, fatal(errKVMNetwork))},
+		},
+	}
+
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := NewFunction(logging.NewNopLogger())
+			got, err := f.RunFunction(context.Background(), tc.args.req)
+			if diff := cmp.Diff(tc.want.rsp, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.err, err); diff != "" {
+				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package render_test
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+)
+
+// TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
+// the runtime image's entrypoint and the package's objects.
+func TestXpkg(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries, images and packages: skipped with -short")
+	}
+	cli := testenv.Tool(t, "crossplane")
+	out := t.TempDir()
+
+	type pkg struct {
+		Entrypoint []string
+		Kinds      []string
+	}
+	want := map[string]pkg{
+		"function-egressproxy": {Entrypoint: []string{"/function"}, Kinds: []string{"CustomResourceDefinition", "Function"}},
+		"configuration-egressproxy": {Kinds: []string{
+			"CompositeResourceDefinition", "Composition", "Composition", "Composition", "Configuration"}},
+		// The provider's CRDs change with its API: only check that the
+		// package holds nothing else.
+		"provider-egressproxy": {Entrypoint: []string{"/provider"}, Kinds: []string{"Provider"}},
+	}
+	// XPKG_PARTS="function configuration" builds only those, for instance
+	// while the provider does not compile.
+	parts := strings.Fields(os.Getenv("XPKG_PARTS"))
+	if len(parts) == 0 {
+		parts = []string{"function", "configuration"}
+		if main, _ := filepath.Glob(repoPath("cmd", "provider", "*.go")); len(main) > 0 {
+			parts = append(parts, "provider")
+		} else {
+			t.Log("cmd/provider does not exist yet: building only the function and configuration packages")
+		}
+	}
+	for name := range want {
+		if !slices.Contains(parts, strings.TrimSuffix(name, "-egressproxy")) {
+			delete(want, name)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), parts...)
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.0.0-test")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/xpkg.sh %v: %v\n%s", parts, err, b)
+	}
+
+	for name, w := range want {
+		t.Run(name, func(t *testing.T) {
+			img, err := tarball.ImageFromPath(filepath.Join(out, "xpkg", name+"-v0.0.0-test.xpkg"), nil)
+			if err != nil {
+				t.Fatalf("cannot read the package: %v", err)
+			}
+			cf, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pkg{Entrypoint: cf.Config.Entrypoint, Kinds: packageKinds(t, img)}
+			if name == "provider-egressproxy" {
+				got.Kinds = withoutCRDs(got.Kinds)
+			}
+			if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("package %s: -want +got:\n%s", name, diff)
+			}
+		})
+	}
+}
+
+func withoutCRDs(kinds []string) []string {
+	var out []string
+	for _, k := range kinds {
+		if k != "CustomResourceDefinition" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// packageKinds returns the sorted kinds of the objects in the package's
+// package.yaml.
+func packageKinds(t *testing.T, img v1.Image) []string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Name != "package.yaml" {
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = rc.Close()
+			var kinds []string
+			for _, d := range splitDocs(t, string(b)) {
+				kinds = append(kinds, str(d, "kind"))
+			}
+			sort.Strings(kinds)
+			return kinds
+		}
+		_ = rc.Close()
+	}
+	t.Fatal("the package has no package.yaml")
+	return nil
+}
