@@ -11,7 +11,7 @@ LDFLAGS   := -s -w -X github.com/egressproxy/provider-egressproxy/internal/versi
 TEST_TIMEOUT ?= 30m
 FUZZTIME  ?= 10s
 # The real components the tests run against.
-TOOLS     := etcd kube-apiserver kubectl crossplane
+TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kwok crossplane crossplane-core
 
 .PHONY: all generate check-generate build vet fmt-check tidy-check deps tools \
         test unit-test fuzz xpkg reviewable dev run clean help
@@ -57,10 +57,10 @@ fuzz: ## Fuzz the squid renderer for a short, bounded time.
 xpkg: ## Build the Provider, Function and Configuration packages (no Docker).
 	VERSION=$(VERSION) hack/xpkg.sh
 
+# The package builds (hack/xpkg.sh) run inside go test, in test/render.
 test: deps tools check-generate ## Install what the tests need, then run every test against the real components.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
-	$(MAKE) xpkg
 	@echo "make test: all tests passed"
 
 reviewable: generate fmt-check vet tidy-check ## What to run before a commit.
