@@ -13,6 +13,7 @@ import (
 
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/kvmproxy"
 )
 
 // backends returns the backends built into this provider binary. self is
@@ -25,5 +26,6 @@ func backends(self *rest.Config, callTimeout time.Duration) controllers.Backends
 			kubernetesproxy.WithInjectedConfig(self),
 			kubernetesproxy.WithCallTimeout(callTimeout),
 		),
+		KVM: kvmproxy.NewFactory(),
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 )
 
 // ManagedByValue is the value of the managed-by label on everything the
@@ -122,8 +124,18 @@ func OwnedBy(keys LabelKeys, l map[string]string, want Ownership) bool {
 // found by List: it is ours, its owner is gone, and it is older than minAge.
 // A zero creation time is never collectable: a backend that failed to read
 // it back must not lose a fresh instance.
+//
+// Parts left without any ownership record (a backend reports them with an
+// empty owner UID and state Terminated, such as volumes whose domain is gone)
+// are collectable on age alone: nothing else can tell whose they were.
 func Collectable(in Instance, providerInstance string, ownerExists func(types.UID) bool, minAge time.Duration, now time.Time) bool {
-	if in.Ownership.ProviderInstance != LabelValue(providerInstance) || in.CreatedAt.IsZero() {
+	if in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < minAge {
+		return false
+	}
+	if in.Ownership.Owner.UID == "" {
+		return in.State == commonv1alpha1.StateTerminated
+	}
+	if in.Ownership.ProviderInstance != LabelValue(providerInstance) {
 		return false
 	}
 	if now.Sub(in.CreatedAt) < minAge {

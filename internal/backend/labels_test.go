@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 )
 
 var ownership = Ownership{Owner: Owner{UID: "0b3c1e0e-5f3a-4c1e-9a57-1a2b3c4d5e6f", Namespace: "team-a", Name: "proxy"}, ProviderInstance: "default"}
@@ -101,6 +103,9 @@ func TestCollectable(t *testing.T) {
 		"OwnerExists":   {reason: "An instance whose owner exists is kept.", in: old, owner: exists, want: false},
 		"Young":         {reason: "A young instance is kept: its owner may not be in the cache yet.", in: Instance{Ownership: ownership, CreatedAt: now.Add(-time.Minute)}, owner: gone, want: false},
 		"ZeroCreatedAt": {reason: "An instance without a creation time is never collected.", in: Instance{Ownership: ownership}, owner: gone, want: false},
+		"UnownedPart":   {reason: "A part without an ownership record (a volume whose domain is gone) is collected on age.", in: Instance{State: commonv1alpha1.StateTerminated, CreatedAt: old.CreatedAt}, owner: gone, want: true},
+		"UnownedYoung":  {reason: "A young part without an ownership record is kept: its Create may be under way.", in: Instance{State: commonv1alpha1.StateTerminated, CreatedAt: now}, owner: gone, want: false},
+		"UnownedLive":   {reason: "A part without an ownership record that is not Terminated is kept.", in: Instance{State: commonv1alpha1.StateRunning, CreatedAt: old.CreatedAt}, owner: gone, want: false},
 		"OtherProvider": {reason: "Another provider deployment's instance is never collected.", in: Instance{Ownership: Ownership{Owner: ownership.Owner, ProviderInstance: "staging"}, CreatedAt: old.CreatedAt}, owner: gone, want: false},
 	}
 	for name, tc := range cases {

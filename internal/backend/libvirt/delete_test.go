@@ -1,0 +1,211 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package libvirt
+
+import (
+	"context"
+	"testing"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/google/go-cmp/cmp"
+	"libvirt.org/go/libvirtxml"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+func noParts() state {
+	return state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}
+}
+
+func TestDelete(t *testing.T) {
+	d := desired()
+	all := func(st golibvirt.DomainState, reason int32) []fakeModifier {
+		return append(healthyVolumes(d), withDomain(ourDomain(t, d), st, reason))
+	}
+	type want struct {
+		State state
+		Class backend.Class
+	}
+	cases := map[string]struct {
+		reason string
+		fake   []fakeModifier
+		d      Desired
+		want   want
+	}{
+		"Running": {
+			reason: "Delete destroys and undefines the domain and deletes both volumes.",
+			fake:   all(golibvirt.DomainRunning, 1),
+			d:      d,
+			want:   want{State: noParts()},
+		},
+		"ShutOff": {
+			reason: "Destroying a domain that is not running (55) is fine.",
+			fake:   all(golibvirt.DomainShutoff, 1),
+			d:      d,
+			want:   want{State: noParts()},
+		},
+		"OnlyNameAndOwnership": {
+			reason: "The garbage collector's Delete finds the pool in the metadata.",
+			fake:   all(golibvirt.DomainRunning, 1),
+			d:      deleteOnly(d),
+			want:   want{State: noParts()},
+		},
+		"OrphanVolumesEveryPool": {
+			reason: "Without a domain or a pool, every pool is searched for the volumes.",
+			fake:   healthyVolumes(d),
+			d:      deleteOnly(d),
+			want:   want{State: noParts()},
+		},
+		"Missing": {
+			reason: "Deleting what does not exist succeeds.",
+			d:      d,
+			want:   want{State: noParts()},
+		},
+		"MissingPool": {
+			reason: "A pool that is gone holds no volume.",
+			d:      desired(withPool("gone")),
+			want:   want{State: noParts()},
+		},
+		"UndefineFlagsRefused": {
+			reason: "When the driver refuses the undefine flags (test driver), Delete undefines without them.",
+			fake:   append(all(golibvirt.DomainRunning, 1), withErr("DomainUndefineFlags", lvErr(golibvirt.ErrInvalidArg, "unsupported flags (0x14)"))),
+			d:      d,
+			want:   want{State: noParts()},
+		},
+		"AnotherOwner": {
+			reason: "A domain of another owner is left alone, with its volumes.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withMetaInstance("other")), golibvirt.DomainRunning, 1)),
+			d:      d,
+			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning},
+				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
+		},
+		"VolumeDeleteFails": {
+			reason: "A host error deleting a volume is Transient.",
+			fake:   append(all(golibvirt.DomainRunning, 1), withErr("StorageVolDelete "+seedName(d.Name), lvErr(golibvirt.ErrSystemError, "cannot unlink file"))),
+			d:      d,
+			want: want{Class: backend.ClassTransient, State: state{Domains: map[string]golibvirt.DomainState{},
+				Volumes: map[string]uint64{seedName(d.Name): 1234}}},
+		},
+		"Malformed": {
+			reason: "A malformed name is Permanent.",
+			d:      desired(withName("a b")),
+			want:   want{State: noParts(), Class: backend.ClassPermanent},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(tc.fake...)
+			err := newBackend(f, nil).Delete(context.Background(), tc.d)
+			if diff := cmp.Diff(tc.want, want{State: stateOf(f), Class: backend.ClassOf(err)}); diff != "" {
+				t.Errorf("%s\nDelete(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+		})
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	d := desired()
+	mac := MACAddress(testUID)
+	kept := state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}
+	cases := map[string]struct {
+		reason string
+		fake   []fakeModifier
+		d      Desired
+		want   state
+	}{
+		"UpToDate": {
+			reason: "An up-to-date running instance is left alone.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
+			d:      d,
+			want:   kept,
+		},
+		"Stopped": {
+			reason: "A stopped instance is deleted, to be created again.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainShutoff, 1)),
+			d:      d,
+			want:   noParts(),
+		},
+		"ConfigChanged": {
+			reason: "A running instance with another allowlist is replaced.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1)),
+			d:      desired(withDestinations("api.example.org")),
+			want:   noParts(),
+		},
+		"Leftovers": {
+			reason: "Volumes without a domain are deleted.",
+			fake:   healthyVolumes(d),
+			d:      d,
+			want:   noParts(),
+		},
+		"Gone": {
+			reason: "Updating what is gone does nothing.",
+			d:      d,
+			want:   noParts(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(tc.fake...)
+			if err := newBackend(f, nil).Update(context.Background(), tc.d); err != nil {
+				t.Fatalf("%s\nUpdate(...): %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, stateOf(f)); diff != "" {
+				t.Errorf("%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	d := desired()
+	other := desired(withOwnerUID("another-uid"))
+	foreign := &libvirtxml.Domain{Type: "kvm", Name: "someone-elses-vm"}
+	orphan := "egp-gone-12345678"
+	type want struct {
+		List  []backend.Instance
+		Class backend.Class
+	}
+	cases := map[string]struct {
+		reason string
+		fake   []fakeModifier
+		want   want
+	}{
+		"DomainsAndOrphans": {
+			reason: "List returns our domains, whatever their provider instance, then orphan volumes, but no foreign domain.",
+			fake: append(healthyVolumes(d),
+				withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1),
+				withDomain(ourDomain(t, other, withMetaInstance("other")), golibvirt.DomainShutoff, 1),
+				withDomain(foreign, golibvirt.DomainRunning, 1),
+				withVolume(testPool, seedName(orphan), 1),
+				withVolume(testPool, "unrelated.qcow2", 1)),
+			want: want{List: []backend.Instance{
+				{ID: FormatInstanceID(testPool, other.Name), Name: other.Name, Ownership: backend.Ownership{Owner: other.Ownership.Owner, ProviderInstance: "other"}, CreatedAt: created, State: commonv1alpha1.StateStopped},
+				{ID: FormatInstanceID(testPool, d.Name), Name: d.Name, Ownership: d.Ownership, CreatedAt: created, State: commonv1alpha1.StateRunning},
+				{ID: FormatInstanceID(testPool, orphan), Name: orphan, State: commonv1alpha1.StateTerminated},
+			}},
+		},
+		"ListDomainsFails": {
+			reason: "List fails as a whole.",
+			fake:   []fakeModifier{withErr("ConnectListAllDomains", lvErr(golibvirt.ErrInternalError, "boom"))},
+			want:   want{Class: backend.ClassTransient},
+		},
+		"ListVolumesFails": {
+			reason: "A pool that cannot be listed fails List as a whole.",
+			fake:   []fakeModifier{withErr("StoragePoolListAllVolumes", lvErr(golibvirt.ErrSystemError, "boom"))},
+			want:   want{Class: backend.ClassTransient},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, err := newBackend(newFake(tc.fake...), nil).List(context.Background())
+			if diff := cmp.Diff(tc.want, want{List: l, Class: backend.ClassOf(err)}); diff != "" {
+				t.Errorf("%s\nList(): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,193 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package dialer
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer/dialertest"
+)
+
+func TestNew(t *testing.T) {
+	ssh := dialertest.NewSSHServer(t, "")
+	tlsCreds := tlsCreds(dialertest.NewPKI(t))
+	type want struct {
+		Kind  string
+		URI   golibvirt.ConnectURI
+		Class backend.Class
+	}
+	cases := map[string]struct {
+		reason string
+		target Target
+		want   want
+	}{
+		"System": {
+			reason: "qemu:///system dials the default local socket.",
+			target: Target{URI: "qemu:///system"},
+			want:   want{Kind: "local " + DefaultSocket, URI: "qemu:///system"},
+		},
+		"SocketPath": {
+			reason: "An explicit socket path wins over the URI's socket parameter.",
+			target: Target{URI: "qemu+unix:///system?socket=/a", SocketPath: "/b"},
+			want:   want{Kind: "local /b", URI: "qemu:///system"},
+		},
+		"SocketParam": {
+			reason: "The URI's socket parameter is used.",
+			target: Target{URI: "test+unix:///default?socket=/run/x"},
+			want:   want{Kind: "local /run/x", URI: "test:///default"},
+		},
+		"LocalWithHost": {
+			reason: "A unix transport cannot reach another host.",
+			target: Target{URI: "qemu+unix://host/system"},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"BadScheme": {
+			reason: "Only the qemu and test drivers are supported.",
+			target: Target{URI: "xen:///system"},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"BadTransport": {
+			reason: "The tcp transport is unauthenticated and refused.",
+			target: Target{URI: "qemu+tcp://host/system"},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"SSHNoCredentials": {
+			reason: "SSH needs a key and known_hosts.",
+			target: Target{URI: "qemu+ssh://root@host/system"},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"SSHUnknownHost": {
+			reason: "A host known_hosts does not list is refused before any dial.",
+			target: Target{URI: "qemu+ssh://root@other.example/system", Credentials: sshCreds(ssh)},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"SSH": {
+			reason: "A known host with a key gives an SSH dialer to the default socket.",
+			target: Target{URI: "qemu+ssh://admin@" + ssh.Addr + "/system", Credentials: sshCreds(ssh)},
+			want:   want{Kind: "ssh admin@" + ssh.Addr + " " + DefaultSocket, URI: "qemu:///system"},
+		},
+		"TLSNoCredentials": {
+			reason: "TLS needs a client certificate and a CA.",
+			target: Target{URI: "qemu+tls://host/system"},
+			want:   want{Class: backend.ClassPermanent},
+		},
+		"TLSImplicit": {
+			reason: "Like libvirt, a host without a transport means TLS.",
+			target: Target{URI: "qemu://host.example/system", Credentials: tlsCreds},
+			want:   want{Kind: "tls host.example:16514", URI: "qemu:///system"},
+		},
+		"TLSBadKey": {
+			reason: "A key that does not match the certificate is refused.",
+			target: Target{URI: "qemu+tls://host/system", Credentials: Credentials{TLSCert: tlsCreds.TLSCert, TLSKey: []byte("x"), CACert: tlsCreds.CACert}},
+			want:   want{Class: backend.ClassPermanent},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, uri, err := New(tc.target)
+			got := want{URI: uri, Class: backend.ClassOf(err), Kind: describe(d)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nNew(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+		})
+	}
+}
+
+func describe(d any) string {
+	switch d := d.(type) {
+	case local:
+		return "local " + d.path
+	case *sshDialer:
+		return fmt.Sprintf("ssh %s@%s %s", d.config.User, d.addr, d.socket)
+	case *tlsDialer:
+		return "tls " + d.addr
+	}
+	return ""
+}
+
+func TestCredentialsFromSecret(t *testing.T) {
+	got := CredentialsFromSecret(map[string][]byte{
+		"ssh-privatekey": []byte("k"), "known_hosts": []byte("h"),
+		"tls.crt": []byte("c"), "tls.key": []byte("tk"), "ca.crt": []byte("ca"),
+	})
+	want := Credentials{SSHPrivateKey: []byte("k"), KnownHosts: []byte("h"), TLSCert: []byte("c"), TLSKey: []byte("tk"), CACert: []byte("ca")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CredentialsFromSecret: -want, +got:\n%s", diff)
+	}
+}
+
+func TestLocalDial(t *testing.T) {
+	sock := echoServer(t)
+	d, _, err := New(Target{URI: "qemu:///system", SocketPath: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, d)
+}
+
+// echoServer serves an echo on a unix socket, standing in for libvirtd.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(shortDir(t), "echo.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close() //nolint:errcheck // Test server.
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return sock
+}
+
+// shortDir is a temporary directory short enough for a unix socket path.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "dlr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// roundTrip dials and checks bytes come back through the connection.
+func roundTrip(t *testing.T, d interface{ Dial() (net.Conn, error) }) {
+	t.Helper()
+	c, err := d.Dial()
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer c.Close() //nolint:errcheck // Test.
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+		t.Fatalf("ReadFull: %q, %v", b, err)
+	}
+}

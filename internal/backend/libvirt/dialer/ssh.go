@@ -1,0 +1,172 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package dialer
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"net/url"
+	"os"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/digitalocean/go-libvirt/socket"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+const (
+	errParseKey        = "cannot parse the SSH private key (it must not be encrypted)"
+	errParseKnownHosts = "cannot parse known_hosts"
+	errFmtUnknownHost  = "known_hosts has no key for %s: host key verification is mandatory"
+	errSSHDial         = "cannot connect over SSH"
+	errFmtRemoteSock   = "cannot reach the libvirt socket %s over SSH"
+	errTempFile        = "cannot stage known_hosts for parsing"
+)
+
+// sshDialer reaches a remote libvirt socket through an SSH connection, as
+// libvirt's qemu+ssh transport does, without shelling out to ssh.
+type sshDialer struct {
+	addr   string
+	socket string
+	config *ssh.ClientConfig
+}
+
+func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
+	c := t.Credentials
+	if len(c.SSHPrivateKey) == 0 || len(c.KnownHosts) == 0 {
+		return nil, backend.Permanent(errors.Errorf(errFmtMissingSecret, "ssh", KeySSHPrivateKey+" and "+KeyKnownHosts))
+	}
+	addr, err := hostPort(t, u, DefaultSSHPort)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ssh.ParsePrivateKey(c.SSHPrivateKey)
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrap(err, errParseKey))
+	}
+	check, err := hostKeyCallback(c.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	algos, err := hostKeyAlgorithms(check, addr)
+	if err != nil {
+		return nil, err
+	}
+	user := u.User.Username()
+	if user == "" {
+		user = DefaultSSHUser
+	}
+	return &sshDialer{
+		addr:   addr,
+		socket: socketPath("", u),
+		config: &ssh.ClientConfig{
+			User:              user,
+			Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			HostKeyCallback:   check,
+			HostKeyAlgorithms: algos,
+			Timeout:           DialTimeout,
+		},
+	}, nil
+}
+
+// Dial opens an SSH connection and, through it, the remote unix socket.
+func (s *sshDialer) Dial() (net.Conn, error) {
+	client, err := ssh.Dial("tcp", s.addr, s.config)
+	if err != nil {
+		return nil, errors.Wrap(err, errSSHDial)
+	}
+	c, err := client.Dial("unix", s.socket)
+	if err != nil {
+		_ = client.Close()
+		return nil, errors.Wrapf(err, errFmtRemoteSock, s.socket)
+	}
+	return &sshConn{Conn: c, client: client}, nil
+}
+
+// sshConn closes the SSH connection with the forwarded socket, which
+// go-libvirt's own SSH dialer leaks.
+type sshConn struct {
+	net.Conn
+	client *ssh.Client
+}
+
+// Close closes the forwarded socket and the SSH connection.
+func (c *sshConn) Close() error {
+	err := c.Conn.Close()
+	_ = c.client.Close()
+	return err
+}
+
+// hostKeyCallback parses known_hosts. knownhosts only reads files, so the
+// content is staged in a private temporary file that is removed at once:
+// the parsed database lives in memory.
+func hostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
+	f, err := os.CreateTemp("", "known_hosts-")
+	if err != nil {
+		return nil, errors.Wrap(err, errTempFile)
+	}
+	defer os.Remove(f.Name()) //nolint:errcheck // Best effort; it holds public keys only.
+	if _, err := f.Write(knownHosts); err != nil {
+		_ = f.Close()
+		return nil, errors.Wrap(err, errTempFile)
+	}
+	if err := f.Close(); err != nil {
+		return nil, errors.Wrap(err, errTempFile)
+	}
+	cb, err := knownhosts.New(f.Name())
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrap(err, errParseKnownHosts))
+	}
+	return cb, nil
+}
+
+// hostKeyAlgorithms returns the algorithms of the keys known_hosts holds for
+// addr. Without them the server picks its preferred host key, which fails
+// verification when known_hosts lists another of its keys. Asking the
+// callback about a throw-away key is the knownhosts way to list them.
+func hostKeyAlgorithms(check ssh.HostKeyCallback, addr string) ([]string, error) {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, errors.Wrap(err, errParseKnownHosts)
+	}
+	probe, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return nil, errors.Wrap(err, errParseKnownHosts)
+	}
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		// Names resolve at dial time; the callback only needs the port.
+		tcp = &net.TCPAddr{}
+	}
+	var ke *knownhosts.KeyError
+	if !errors.As(check(addr, tcp, probe), &ke) || len(ke.Want) == 0 {
+		return nil, backend.Permanent(errors.Errorf(errFmtUnknownHost, knownhosts.Normalize(addr)))
+	}
+	var algos []string
+	seen := map[string]bool{}
+	for _, k := range ke.Want {
+		for _, a := range algorithmsFor(k.Key.Type()) {
+			if !seen[a] {
+				seen[a] = true
+				algos = append(algos, a)
+			}
+		}
+	}
+	return algos, nil
+}
+
+// algorithmsFor lists the signature algorithms a key type verifies: an RSA
+// key signs with SHA-2 on modern servers, which refuse ssh-rsa (SHA-1).
+func algorithmsFor(keyType string) []string {
+	if keyType == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{keyType}
+}

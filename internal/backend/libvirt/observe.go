@@ -1,0 +1,280 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package libvirt
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
+)
+
+const (
+	errLookupDomain   = "cannot look up the domain"
+	errDomainState    = "cannot read the domain's state"
+	errDomainXML      = "cannot read the domain's XML"
+	errParseDomainXML = "cannot parse the domain's XML"
+	errAddresses      = "cannot read the domain's addresses"
+	errFmtNotOurs     = "domain %s exists but its metadata does not say it belongs to this resource and provider instance: refusing to touch it"
+	errFmtNoInstance  = "domain %s does not exist"
+	errFmtLeftovers   = "the domain is gone but volumes %s remain: deleting them"
+
+	msgWaitLease = "running; waiting for a DHCP lease of the VM's MAC"
+	msgWaitAgent = "running; waiting for the guest agent to report an address"
+)
+
+// domainInfo is a domain as the backend reads it back.
+type domainInfo struct {
+	Dom   golibvirt.Domain
+	XML   *libvirtxml.Domain
+	Meta  metadata
+	Ours  bool
+	State domainState
+}
+
+// inspect reads a domain's state, XML and metadata.
+func (b *Backend) inspect(ctx context.Context, dom golibvirt.Domain) (domainInfo, error) {
+	st, err := b.svc.DomainGetState(ctx, dom)
+	if err != nil {
+		return domainInfo{}, classify(errors.Wrap(err, errDomainState))
+	}
+	desc, err := b.svc.DomainGetXMLDesc(ctx, dom)
+	if err != nil {
+		return domainInfo{}, classify(errors.Wrap(err, errDomainXML))
+	}
+	x := &libvirtxml.Domain{}
+	if err := x.Unmarshal(desc); err != nil {
+		return domainInfo{}, errors.Wrap(err, errParseDomainXML)
+	}
+	di := domainInfo{Dom: dom, XML: x, State: st}
+	if x.Metadata != nil {
+		di.Meta, di.Ours, err = parseMetadata(x.Metadata.XML)
+		if err != nil {
+			return domainInfo{}, err
+		}
+	}
+	return di, nil
+}
+
+// ownedDomain looks up d's domain and checks it is d's. found is false when
+// there is none; a domain of another owner is a Permanent error.
+func (b *Backend) ownedDomain(ctx context.Context, d Desired) (domainInfo, bool, error) {
+	dom, err := b.svc.DomainLookupByName(ctx, d.Name)
+	if isNotFound(err) {
+		return domainInfo{}, false, nil
+	}
+	if err != nil {
+		return domainInfo{}, false, classify(errors.Wrap(err, errLookupDomain))
+	}
+	di, err := b.inspect(ctx, dom)
+	if isNotFound(err) {
+		return domainInfo{}, false, nil
+	}
+	if err != nil {
+		return domainInfo{}, false, err
+	}
+	if !di.Ours || di.Meta.Ownership.Owner.UID != d.Ownership.Owner.UID ||
+		di.Meta.Ownership.ProviderInstance != d.Ownership.ProviderInstance {
+		return domainInfo{}, false, backend.Permanent(errors.Errorf(errFmtNotOurs, d.Name))
+	}
+	return di, true, nil
+}
+
+// Observe reports the instance. It is NotFound only once the domain and both
+// volumes are gone; volumes without a domain are reported Terminated, so
+// the reconciler deletes them (Update, or Delete while deleting).
+func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
+	if err := checkName(d.Name); err != nil {
+		return Observation{}, err
+	}
+	p := withDefaults(d.Params)
+	di, found, err := b.ownedDomain(ctx, d)
+	if err != nil {
+		return Observation{}, err
+	}
+	if !found {
+		return b.observeLeftovers(ctx, d.Name, p.Pool)
+	}
+	mac := MACAddress(d.Ownership.Owner.UID)
+	o := Observation{
+		ID:             FormatInstanceID(di.Meta.Pool, d.Name),
+		CreatedAt:      di.Meta.CreatedAt,
+		Ownership:      di.Meta.Ownership,
+		ConfigChecksum: di.Meta.ConfigChecksum,
+	}
+	o.State, o.Message = instanceState(di.State)
+	vm := vmFromXML(di.XML)
+	vm.ConfigChecksum, vm.Htpasswd = di.Meta.ConfigChecksum, di.Meta.Htpasswd
+	o.Extra.MACAddress = vm.MAC
+	if vm.OverlayBytes, vm.Missing, err = b.volumes(ctx, di.Meta.Pool, d.Name); err != nil {
+		return Observation{}, err
+	}
+	sum, err := b.configChecksum(ctx, d)
+	if err != nil {
+		return Observation{}, err
+	}
+	want := wanted(p, mac, sum)
+	if d.Params.UserDataSecretRef == nil && d.Credentials.Username != "" {
+		want.CredentialsMatch = func(h string) bool {
+			return squid.HtpasswdMatches([]byte(h), d.Credentials.Username, d.Credentials.Password)
+		}
+	}
+	diffs := diff(want, vm)
+	o.UpToDate, o.Diff = len(diffs) == 0, strings.Join(diffs, "; ")
+	if o.State != commonv1alpha1.StateRunning {
+		return o, nil
+	}
+	ip, msg, err := b.address(ctx, di, vm.MAC, p.Network.Bridge != nil)
+	if err != nil {
+		return Observation{}, err
+	}
+	if ip == "" {
+		o.Message = msg
+		return o, nil
+	}
+	// On a NAT network the VM's address is private: traffic leaves from the
+	// host's address. Only a bridged VM's address is its real egress IP.
+	o.Ready, o.Endpoint, o.EgressIPs = true, net.JoinHostPort(ip, strconv.Itoa(int(port(d.Proxy)))), []string{ip}
+	return o, nil
+}
+
+func port(p commonv1alpha1.ProxyParameters) int32 {
+	if p.Port == 0 {
+		return backend.DefaultPort
+	}
+	return p.Port
+}
+
+// observeLeftovers reports volumes left without a domain, or NotFound.
+func (b *Backend) observeLeftovers(ctx context.Context, name, pool string) (Observation, error) {
+	_, missing, err := b.volumes(ctx, pool, name)
+	if err != nil {
+		return Observation{}, err
+	}
+	all := []string{overlayName(name), seedName(name)}
+	if len(missing) == len(all) {
+		return Observation{}, backend.NotFound(errors.Errorf(errFmtNoInstance, name))
+	}
+	var left []string
+	for _, v := range all {
+		if !contains(missing, v) {
+			left = append(left, v)
+		}
+	}
+	msg := errors.Errorf(errFmtLeftovers, strings.Join(left, ", ")).Error()
+	return Observation{ID: FormatInstanceID(pool, name), State: commonv1alpha1.StateTerminated, Message: msg, Diff: msg}, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// volumes returns the overlay's capacity and the names of missing volumes.
+// A missing pool means every volume is missing.
+func (b *Backend) volumes(ctx context.Context, pool, name string) (uint64, []string, error) {
+	all := []string{overlayName(name), seedName(name)}
+	p, err := b.svc.StoragePoolLookupByName(ctx, pool)
+	if isNotFound(err) {
+		return 0, all, nil
+	}
+	if err != nil {
+		return 0, nil, classify(errors.Wrapf(err, errFmtLookupPool, pool))
+	}
+	var missing []string
+	var capacity uint64
+	for _, v := range all {
+		x, err := b.volumeXML(ctx, p, v)
+		if isNotFound(err) {
+			missing = append(missing, v)
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if v == overlayName(name) && x.Capacity != nil {
+			capacity = toBytes(x.Capacity)
+		}
+	}
+	return capacity, missing, nil
+}
+
+// address finds the VM's IPv4 address for its MAC: from the network's DHCP
+// leases, else from the guest agent. On a bridge only the agent knows it.
+// libvirt errors (no agent, 86) only mean "no address yet".
+func (b *Backend) address(ctx context.Context, di domainInfo, mac string, bridged bool) (string, string, error) {
+	sources := []golibvirt.DomainInterfaceAddressesSource{golibvirt.DomainInterfaceAddressesSrcLease, golibvirt.DomainInterfaceAddressesSrcAgent}
+	msg := msgWaitLease
+	if bridged {
+		sources, msg = sources[1:], msgWaitAgent
+	}
+	for _, src := range sources {
+		ifaces, err := b.svc.DomainInterfaceAddresses(ctx, di.Dom, src)
+		var le golibvirt.Error
+		if err != nil && !errors.As(err, &le) {
+			return "", "", classify(errors.Wrap(err, errAddresses))
+		}
+		if ip := pickAddress(ifaces, mac); ip != "" {
+			return ip, "", nil
+		}
+	}
+	return "", msg, nil
+}
+
+// pickAddress returns the first global unicast IPv4 address of the NIC with
+// mac; the guest agent also lists loopback and other NICs.
+func pickAddress(ifaces []golibvirt.DomainInterface, mac string) string {
+	for _, i := range ifaces {
+		if len(i.Hwaddr) > 0 && !strings.EqualFold(i.Hwaddr[0], mac) {
+			continue
+		}
+		for _, a := range i.Addrs {
+			ip, err := netip.ParseAddr(a.Addr)
+			if err == nil && ip.Is4() && ip.IsGlobalUnicast() {
+				return ip.String()
+			}
+		}
+	}
+	return ""
+}
+
+// Update makes the instance match d by replacing it: a stopped, crashed or
+// out-of-date VM is deleted, volumes and all, and the next Observe reports
+// NotFound so the reconciler creates it afresh with the same name and MAC.
+// The VM holds no state, and a new seed needs a fresh overlay anyway
+// (cloud-init runs once per instance), so replacing is the simplest correct
+// change. A paused but up-to-date VM is left alone.
+func (b *Backend) Update(ctx context.Context, d Desired) error {
+	o, err := b.Observe(ctx, d)
+	if backend.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch o.State {
+	case commonv1alpha1.StateRunning, commonv1alpha1.StatePending, commonv1alpha1.StateUnknown:
+		if o.UpToDate {
+			return nil
+		}
+	case commonv1alpha1.StateStopped, commonv1alpha1.StateTerminated:
+	}
+	return b.Delete(ctx, d)
+}

@@ -1,0 +1,223 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package libvirt
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/google/go-cmp/cmp"
+	"libvirt.org/go/libvirtxml"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
+)
+
+var created = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type domainModifier func(*domainSpec, *metadata)
+
+// ourDomain is the domain Create would define for d.
+func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Domain {
+	t.Helper()
+	p := withDefaults(d.Params)
+	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht, err := squid.Htpasswd(d.Credentials.Username, d.Credentials.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metadata{Ownership: d.Ownership, CreatedAt: created, Pool: p.Pool, ConfigChecksum: squid.Checksum(conf), Htpasswd: string(ht)}
+	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), []string{bootDisk}, "/p/o.qcow2", "/p/s.iso")
+	for _, mod := range mods {
+		mod(&s, &m)
+	}
+	if s.Metadata, err = m.marshal(); err != nil {
+		t.Fatal(err)
+	}
+	return domainXML(s)
+}
+
+func withSpecMemory(mib uint) domainModifier {
+	return func(s *domainSpec, _ *metadata) { s.MemoryMiB = mib }
+}
+
+func withMetaInstance(pi string) domainModifier {
+	return func(_ *domainSpec, m *metadata) { m.Ownership.ProviderInstance = pi }
+}
+
+func withoutMetadata() domainModifier {
+	return func(_ *domainSpec, m *metadata) { m.Ownership = backend.Ownership{} }
+}
+
+// healthyVolumes are both volumes at the fixture's size.
+func healthyVolumes(d Desired) []fakeModifier {
+	return []fakeModifier{
+		withVolume(testPool, overlayName(d.Name), uint64(d.Params.DiskGiB)*gib),
+		withVolume(testPool, seedName(d.Name), 1234),
+	}
+}
+
+func observation(d Desired, mods ...func(*Observation)) Observation {
+	conf, _ := squid.Render(backend.SquidConfig(d.Proxy))
+	o := Observation{
+		ID:             FormatInstanceID(testPool, d.Name),
+		State:          commonv1alpha1.StateRunning,
+		Ready:          true,
+		Endpoint:       "192.168.150.10:3128",
+		EgressIPs:      []string{"192.168.150.10"},
+		CreatedAt:      created,
+		Ownership:      d.Ownership,
+		UpToDate:       true,
+		ConfigChecksum: squid.Checksum(conf),
+		Extra:          v1alpha1.KVMProxyObservation{MACAddress: MACAddress(d.Ownership.Owner.UID)},
+	}
+	for _, m := range mods {
+		m(&o)
+	}
+	return o
+}
+
+func notReady(msg string) func(*Observation) {
+	return func(o *Observation) { o.Ready, o.Endpoint, o.EgressIPs, o.Message = false, "", nil, msg }
+}
+
+func TestObserve(t *testing.T) {
+	d := desired()
+	mac := MACAddress(testUID)
+	running := func(mods ...domainModifier) fakeModifier {
+		return withDomain(ourDomain(t, d, mods...), golibvirt.DomainRunning, 1)
+	}
+	type want struct {
+		o     Observation
+		class backend.Class
+	}
+	cases := map[string]struct {
+		reason string
+		fake   []fakeModifier
+		d      Desired
+		want   want
+	}{
+		"NotFound": {
+			reason: "No domain and no volume is NotFound.",
+			d:      d,
+			want:   want{class: backend.ClassNotFound},
+		},
+		"Leftovers": {
+			reason: "Volumes without a domain are Terminated, so they get deleted, and are not NotFound.",
+			fake:   []fakeModifier{withVolume(testPool, seedName(d.Name), 1)},
+			d:      d,
+			want: want{o: Observation{ID: FormatInstanceID(testPool, d.Name), State: commonv1alpha1.StateTerminated,
+				Message: "the domain is gone but volumes " + seedName(d.Name) + " remain: deleting them",
+				Diff:    "the domain is gone but volumes " + seedName(d.Name) + " remain: deleting them"}},
+		},
+		"AnotherProviderInstance": {
+			reason: "A domain of another provider deployment is never reported as ours.",
+			fake:   []fakeModifier{running(withMetaInstance("other"))},
+			d:      d,
+			want:   want{class: backend.ClassPermanent},
+		},
+		"NoMetadata": {
+			reason: "A domain without our metadata is not ours.",
+			fake:   []fakeModifier{running(withoutMetadata())},
+			d:      d,
+			want:   want{class: backend.ClassPermanent},
+		},
+		"ReadyFromLease": {
+			reason: "A running domain with a lease for its MAC is Ready at that address.",
+			fake:   append(healthyVolumes(d), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
+			d:      d,
+			want:   want{o: observation(d)},
+		},
+		"ReadyFromAgent": {
+			reason: "Without a lease the guest agent's address is used.",
+			fake:   append(healthyVolumes(d), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcAgent, mac, "192.168.150.10")),
+			d:      d,
+			want:   want{o: observation(d)},
+		},
+		"LeaseOfAnotherMAC": {
+			reason: "A stale lease of another MAC is not the VM's address.",
+			fake:   append(healthyVolumes(d), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, "52:54:00:00:00:01", "192.168.150.99")),
+			d:      d,
+			want:   want{o: observation(d, notReady(msgWaitLease))},
+		},
+		"BridgedWaitsForAgent": {
+			reason: "A bridged VM's address only comes from the agent; an unresponsive agent is no error.",
+			fake: append(healthyVolumes(desired(withBridge("br0"))), withDomain(ourDomain(t, desired(withBridge("br0"))), golibvirt.DomainRunning, 1),
+				withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
+			d:    desired(withBridge("br0")),
+			want: want{o: observation(d, notReady(msgWaitAgent))},
+		},
+		"Crashed": {
+			reason: "A domain shut off by a crash is Terminated.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffCrashed))),
+			d:      d,
+			want: want{o: observation(d, notReady("the domain crashed"), func(o *Observation) {
+				o.State = commonv1alpha1.StateTerminated
+			})},
+		},
+		"Paused": {
+			reason: "A paused domain is Pending.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainPaused, 1)),
+			d:      d,
+			want: want{o: observation(d, notReady("the domain is paused"), func(o *Observation) {
+				o.State = commonv1alpha1.StatePending
+			})},
+		},
+		"MemoryChanged": {
+			reason: "A memory change makes the instance out of date.",
+			fake:   append(healthyVolumes(d), running(withSpecMemory(128)), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
+			d:      d,
+			want: want{o: observation(d, func(o *Observation) {
+				o.UpToDate, o.Diff = false, "memory: want 256 MiB, got 128 MiB"
+			})},
+		},
+		"PasswordChanged": {
+			reason: "New credentials make the instance out of date, without naming them.",
+			fake:   append(healthyVolumes(d), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
+			d:      desired(withPassword("another-password")),
+			want: want{o: observation(d, func(o *Observation) {
+				o.UpToDate, o.Diff = false, "the proxy credentials changed"
+			})},
+		},
+		"SeedMissing": {
+			reason: "A deleted volume makes the instance out of date.",
+			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 2*gib), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")},
+			d:      d,
+			want: want{o: observation(d, func(o *Observation) {
+				o.UpToDate, o.Diff = false, "volume "+seedName(d.Name)+" is missing"
+			})},
+		},
+		"ConnectionLost": {
+			reason: "A bare errno after the daemon died is Transient.",
+			fake:   []fakeModifier{withErr("DomainLookupByName", syscall.EINVAL)},
+			d:      d,
+			want:   want{class: backend.ClassTransient},
+		},
+		"MalformedName": {
+			reason: "A name libvirt would misread is Permanent.",
+			d:      desired(withName("../etc")),
+			want:   want{class: backend.ClassPermanent},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBackend(newFake(tc.fake...), nil)
+			o, err := b.Observe(context.Background(), tc.d)
+			if diff := cmp.Diff(tc.want, want{o: o, class: backend.ClassOf(err)}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nObserve(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+		})
+	}
+}

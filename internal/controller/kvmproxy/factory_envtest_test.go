@@ -1,0 +1,206 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kvmproxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+)
+
+// This suite runs the whole KVMProxy controller (managed reconciler,
+// connector, factory, libvirt backend) on a real kube-apiserver against the
+// test:///default driver of a private libvirtd: fast, but nothing boots.
+
+const envtestTimeout = 90 * time.Second
+
+func startKVMProvider(t *testing.T, e *kube.Env) {
+	t.Helper()
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:     e.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewLogrLogger(ctrl.Log),
+		MaxConcurrentReconciles: 2,
+		PollInterval:            time.Second,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+	}
+	if err := config.Setup(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFactory()
+	if err := Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func kvmProxy(namespace, config string) *v1alpha1.KVMProxy {
+	return &v1alpha1.KVMProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "proxy"},
+		Spec: v1alpha1.KVMProxySpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				ProviderConfigReference:          &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: config},
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: "proxy-conn"},
+			},
+			ForProvider: v1alpha1.KVMProxyParameters{
+				ProxyParameters: commonv1alpha1.ProxyParameters{AllowedClientCIDRs: []string{"10.0.0.0/8"}, AllowedDestinations: []string{".example.com"}},
+				Pool:            "default-pool",
+				BaseImageVolume: "base.qcow2",
+				DiskGiB:         1,
+				MemoryMiB:       128,
+				DomainType:      "qemu",
+			},
+		},
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(envtestTimeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			t.Logf("%s after %s", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if msg != last {
+			t.Logf("waiting for %s: %s", what, msg)
+		}
+		last = msg
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+func TestManagedReconcilerTestDriver(t *testing.T) {
+	d := libvirtd.Start(t)
+	l := d.DialURI(t, "test")
+	pools, _, err := l.ConnectListAllStoragePools(1, 0)
+	if err != nil || len(pools) == 0 {
+		t.Fatalf("pools: %v", err)
+	}
+	if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>base.qcow2</name><capacity unit='bytes'>1073741824</capacity><target><format type='qcow2'/></target></volume>`, 0); err != nil {
+		t.Fatal(err)
+	}
+	e := kube.Start(t)
+	startKVMProvider(t, e)
+	ctx := t.Context()
+	ns := e.Namespace(t, "kvm")
+	// A local socket needs no credentials, which only a cluster-scoped
+	// config may use.
+	pc := &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: v1alpha1.ProviderConfigSpec{URI: "test:///default", SocketPath: ptr.To(d.Socket),
+			Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
+	}
+	if err := e.Client.Create(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
+	mg := kvmProxy(ns, pc.Name)
+	if err := e.Client.Create(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
+	got := &v1alpha1.KVMProxy{}
+	ready := func(notChecksum string) func() (bool, string) {
+		return func() (bool, string) {
+			err := e.Client.Get(ctx, nn, got)
+			c := got.GetCondition(xpv2.TypeReady)
+			ap := got.Status.AtProvider
+			return err == nil && c.Status == corev1.ConditionTrue && ap.ConfigChecksum != notChecksum && ap.Endpoint != "",
+				fmt.Sprint(c, ap, err)
+		}
+	}
+	waitFor(t, "Ready=True", ready(""))
+	name := got.GetAnnotations()["crossplane.io/external-name"]
+	ap := got.Status.AtProvider
+	if ap.InstanceID != "libvirt://default-pool/"+name || !strings.HasSuffix(ap.Endpoint, ":3128") || ap.MACAddress == "" || ap.State != commonv1alpha1.StateRunning {
+		t.Errorf("status.atProvider: %+v", ap)
+	}
+	waitFor(t, "the connection Secret", func() (bool, string) {
+		s := &corev1.Secret{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "proxy-conn"}, s)
+		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
+	})
+
+	// A new allowlist replaces the VM: a new seed needs a fresh disk.
+	first := ap.ConfigChecksum
+	got.Spec.ForProvider.AllowedDestinations = []string{"api.example.org"}
+	if err := e.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Ready=True with the new configuration", ready(first))
+
+	// A VM destroyed behind the provider's back is replaced.
+	dom, err := l.DomainLookupByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DomainDestroyFlags(dom, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stopped VM to be replaced", func() (bool, string) {
+		now, err := l.DomainLookupByName(name)
+		if err != nil || now.UUID == dom.UUID {
+			return false, fmt.Sprint("same domain or none: ", err)
+		}
+		st, err := l.DomainState(name)
+		return err == nil && st == golibvirt.DomainRunning, fmt.Sprint(st, err)
+	})
+
+	if err := e.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resource to be gone", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, &v1alpha1.KVMProxy{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
+	if _, err := l.DomainLookupByName(name); err == nil {
+		t.Error("the domain outlived its resource")
+	}
+	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
+	if err != nil || len(vols) != 1 {
+		t.Errorf("volumes left: %v, %v", vols, err)
+	}
+}

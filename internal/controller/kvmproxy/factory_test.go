@@ -1,0 +1,197 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kvmproxy
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+)
+
+var (
+	_ Backend               = &libvirt.Backend{}
+	_ backend.HealthChecker = &libvirt.Backend{}
+)
+
+const ns = "team-a"
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.SchemeBuilder.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func providerConfig(uri string, secret string) *v1alpha1.ProviderConfig {
+	pc := &v1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kvm", UID: "pc-uid", Generation: 1},
+		Spec:       v1alpha1.ProviderConfigSpec{URI: uri, Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
+	}
+	if secret != "" {
+		pc.Spec.Credentials = v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &commonv1alpha1.SecretReference{Name: secret}}
+	}
+	return pc
+}
+
+func secret(name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+}
+
+// closed reports whether b's connection was closed: a closed backend says
+// so instead of dialling.
+func closed(b Backend) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := b.(backend.HealthChecker).CheckHealth(ctx)
+	return err != nil && strings.Contains(err.Error(), "connection was closed")
+}
+
+func TestFactoryCache(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).
+		WithObjects(secret("ssh", map[string][]byte{"ssh-privatekey": []byte("x")})).Build()
+	f := NewFactory()
+	ctx := context.Background()
+	pc := providerConfig("test+unix:///default?socket=/nonexistent/sock", "")
+	cfg := proxy.Config{Object: pc, SecretNamespace: ns}
+
+	first, err := f(ctx, kube, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f(ctx, kube, cfg)
+	if err != nil || again != first {
+		t.Errorf("the same config version must reuse its backend: %v", err)
+	}
+	pc.Generation = 2
+	next, err := f(ctx, kube, cfg)
+	if err != nil || next == first {
+		t.Fatalf("a new generation must rebuild the backend: %v", err)
+	}
+	if !closed(first) || closed(next) {
+		t.Error("the replaced backend's connection, and only it, must be closed")
+	}
+}
+
+// sshSecretData is a key and a known_hosts line for the host "host".
+func sshSecretData(t *testing.T) map[string][]byte {
+	t.Helper()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	pub, err := ssh.NewPublicKey(hostPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]byte{
+		"ssh-privatekey": pem.EncodeToMemory(block),
+		"known_hosts":    []byte(knownhosts.Line([]string{"host"}, pub) + "\n"),
+	}
+}
+
+func TestFactorySecretRotation(t *testing.T) {
+	s := secret("ssh", sshSecretData(t))
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(s, secret("tls", map[string][]byte{"tls.crt": []byte("x")})).Build()
+	f := NewFactory()
+	ctx := context.Background()
+	cfg := proxy.Config{Object: providerConfig("qemu+ssh://root@host/system", "ssh"), SecretNamespace: ns}
+	first, err := f(ctx, kube, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = sshSecretData(t)
+	if err := kube.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := f(ctx, kube, cfg)
+	if err != nil || rotated == first || !closed(first) {
+		t.Errorf("a rotated Secret must rebuild the backend and close the old one: %v", err)
+	}
+	tls := proxy.Config{Object: providerConfig("qemu+tls://host/system", "tls"), SecretNamespace: ns}
+	if _, err := f(ctx, kube, tls); backend.ClassOf(err) != backend.ClassPermanent {
+		t.Errorf("an incomplete TLS Secret: want Permanent, got %v", err)
+	}
+	missing := proxy.Config{Object: providerConfig("qemu+ssh://root@host/system", "nope"), SecretNamespace: ns}
+	if _, err := f(ctx, kube, missing); backend.ClassOf(err) != backend.ClassPermanent {
+		t.Errorf("a missing credentials Secret: want Permanent, got %v", err)
+	}
+	noRef := providerConfig("qemu+ssh://root@host/system", "")
+	noRef.Spec.Credentials.Source = v1alpha1.CredentialsSourceSecret
+	if _, err := f(ctx, kube, proxy.Config{Object: noRef, SecretNamespace: ns}); backend.ClassOf(err) != backend.ClassPermanent {
+		t.Errorf("Source Secret without secretRef: want Permanent, got %v", err)
+	}
+}
+
+func TestUserDataFromSecrets(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).
+		WithObjects(secret("ud", map[string][]byte{"user-data": []byte("#cloud-config\n"), "empty": {}})).Build()
+	read := UserDataFromSecrets(kube)
+	ctx := context.Background()
+	if ud, err := read(ctx, ns, commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}); err != nil || string(ud) != "#cloud-config\n" {
+		t.Errorf("user-data: %q, %v", ud, err)
+	}
+	for name, ref := range map[string]commonv1alpha1.LocalSecretKeySelector{
+		"MissingSecret": {Name: "nope", Key: "user-data"},
+		"MissingKey":    {Name: "ud", Key: "nope"},
+		"EmptyKey":      {Name: "ud", Key: "empty"},
+	} {
+		if _, err := read(ctx, ns, ref); backend.ClassOf(err) != backend.ClassPermanent {
+			t.Errorf("%s: want Permanent, got %v", name, err)
+		}
+	}
+	if _, err := read(ctx, "other-namespace", commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}); err == nil {
+		t.Error("a Secret of another namespace was read")
+	}
+}
+
+// TestFactoryTestDriver builds a backend from a ProviderConfig pointing at a
+// private libvirtd's test driver, with socketPath, and checks it answers.
+func TestFactoryTestDriver(t *testing.T) {
+	d := libvirtd.Start(t)
+	pc := providerConfig("test:///default", "")
+	pc.Spec.SocketPath = ptr.To(d.Socket)
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := NewFactory()(ctx, kube, proxy.Config{Object: pc, SecretNamespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.(interface{ Close() error }).Close() })
+	if err := b.(backend.HealthChecker).CheckHealth(ctx); err != nil {
+		t.Errorf("CheckHealth: %v", err)
+	}
+	if _, err := b.List(ctx); err != nil {
+		t.Errorf("List: %v", err)
+	}
+}
