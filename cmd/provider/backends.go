@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/gcpproxy"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/kvmproxy"
 )
@@ -26,6 +27,7 @@ func backends(self *rest.Config, callTimeout time.Duration) controllers.Backends
 			kubernetesproxy.WithInjectedConfig(self),
 			kubernetesproxy.WithCallTimeout(callTimeout),
 		),
+		GCP: gcpproxy.NewFactory(gcpproxy.WithCallTimeout(callTimeout)),
 		KVM: kvmproxy.NewFactory(),
 	}
 }

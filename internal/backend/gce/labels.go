@@ -1,0 +1,98 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package gce
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+// maxLabelValue is the longest GCE label value.
+const maxLabelValue = 63
+
+// Firewall rules have no labels: their description carries the ownership,
+// as "... (owner-uid=<uid> provider-instance=<name>)".
+const (
+	descOwnerUID         = "owner-uid="
+	descProviderInstance = "provider-instance="
+)
+
+// labelValue makes v a valid GCE label value: lower case, and every byte
+// outside [a-z0-9_-] (such as the dots of a Kubernetes name) becomes _.
+func labelValue(v string) string {
+	b := []byte(strings.ToLower(v))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
+			b[i] = '_'
+		}
+	}
+	if len(b) > maxLabelValue {
+		b = b[:maxLabelValue]
+	}
+	return string(b)
+}
+
+// cloudOwnership is o as it reads back from GCE labels.
+func cloudOwnership(o backend.Ownership) backend.Ownership {
+	return backend.Ownership{
+		Owner: backend.Owner{
+			UID:       types.UID(labelValue(string(o.Owner.UID))),
+			Namespace: labelValue(o.Owner.Namespace),
+			Name:      labelValue(o.Owner.Name),
+		},
+		ProviderInstance: labelValue(o.ProviderInstance),
+	}
+}
+
+// ownershipLabels returns the ownership labels of o in GCE syntax.
+func ownershipLabels(o backend.Ownership) map[string]string {
+	return cloudOwnership(o).Labels(backend.CloudLabelKeys)
+}
+
+// ownedBy reports whether labels say the resource belongs to o.
+func ownedBy(labels map[string]string, o backend.Ownership) bool {
+	return backend.OwnedBy(backend.CloudLabelKeys, labels, cloudOwnership(o))
+}
+
+// instanceLabels are the user's labels plus the ownership labels, which win.
+func instanceLabels(user map[string]string, o backend.Ownership) map[string]string {
+	out := make(map[string]string, len(user)+5)
+	for k, v := range user {
+		out[k] = v
+	}
+	for k, v := range ownershipLabels(o) {
+		out[k] = v
+	}
+	return out
+}
+
+// firewallDescription says who a firewall rule belongs to.
+func firewallDescription(o backend.Ownership) string {
+	c := cloudOwnership(o)
+	return fmt.Sprintf("Admits the allowed clients of egress proxy %s/%s. Managed by %s (%s%s %s%s)",
+		o.Owner.Namespace, o.Owner.Name, backend.ManagedByValue, descOwnerUID, c.Owner.UID, descProviderInstance, c.ProviderInstance)
+}
+
+// firewallOwnedBy reports whether a firewall rule's description says it
+// belongs to o.
+func firewallOwnedBy(description string, o backend.Ownership) bool {
+	var uid, pi string
+	for _, f := range strings.Fields(strings.Trim(description[strings.LastIndex(description, "(")+1:], "()")) {
+		switch {
+		case strings.HasPrefix(f, descOwnerUID):
+			uid = strings.TrimPrefix(f, descOwnerUID)
+		case strings.HasPrefix(f, descProviderInstance):
+			pi = strings.TrimPrefix(f, descProviderInstance)
+		}
+	}
+	c := cloudOwnership(o)
+	return uid != "" && uid == string(c.Owner.UID) && pi == c.ProviderInstance
+}

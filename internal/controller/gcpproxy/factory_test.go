@@ -1,0 +1,239 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package gcpproxy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+)
+
+var (
+	_ Backend               = &gce.Backend{}
+	_ backend.HealthChecker = &gce.Backend{}
+)
+
+const (
+	testConfigNS = "team-a"
+	testSecret   = "gcp-key"
+	testKey      = "key.json"
+	testProject  = "test-project"
+)
+
+func keyRef() *commonv1alpha1.SecretKeySelector {
+	return &commonv1alpha1.SecretKeySelector{SecretReference: commonv1alpha1.SecretReference{Name: testSecret}, Key: testKey}
+}
+
+func config(endpoint string, creds v1alpha1.Credentials) proxy.Config {
+	spec := v1alpha1.ProviderConfigSpec{ProjectID: testProject, Credentials: creds}
+	if endpoint != "" {
+		spec.Endpoint = &endpoint
+	}
+	return proxy.Config{
+		Object: &v1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testConfigNS, Name: "gcp", UID: "pc-uid", Generation: 1},
+			Spec:       spec,
+		},
+		SecretNamespace: testConfigNS,
+	}
+}
+
+func secretCreds() v1alpha1.Credentials {
+	return v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: keyRef()}
+}
+
+func control(t *testing.T, key []byte) client.Client {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testConfigNS, Name: testSecret},
+		Data:       map[string][]byte{testKey: key},
+	}
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(s).Build()
+}
+
+func desired() gce.Desired {
+	return gce.Desired{
+		Name:        "egp-team-a-web-1a2b3c4d",
+		Ownership:   backend.Ownership{Owner: backend.Owner{UID: "6f0c2f7e-1d55-4c1b-9b7a-2b1f3c4d5e6f", Namespace: "team-a", Name: "web"}, ProviderInstance: "default"},
+		Proxy:       commonv1alpha1.ProxyParameters{Port: 3128, AllowedClientCIDRs: []string{"10.0.0.0/8"}, AllowedDestinations: []string{"api.example.com"}},
+		Credentials: backend.Credentials{Username: "u", Password: "p"},
+		Params:      v1alpha1.GCPProxyParameters{Zone: "us-central1-a"},
+	}
+}
+
+func TestFactoryErrors(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		key    string
+		cfg    proxy.Config
+		msg    string
+	}{
+		"ExternalAccount": {
+			reason: "A key of another type is refused before the auth library acts on it.",
+			key:    `{"type": "external_account", "credential_source": {"file": "/var/run/secrets/kubernetes.io/serviceaccount/token"}}`,
+			cfg:    config("", secretCreds()),
+			msg:    `Secret team-a/gcp-key key key.json holds credentials of type "external_account": only service account keys (type "service_account") are accepted`,
+		},
+		"NotJSON": {
+			reason: "A Secret that is not JSON is Permanent, and its content is not quoted.",
+			key:    "-----BEGIN PRIVATE KEY-----",
+			cfg:    config("", secretCreds()),
+			msg:    "Secret team-a/gcp-key key key.json does not hold a JSON service account key",
+		},
+		"BrokenKey": {
+			reason: "A service account key without a usable private key is Permanent.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope"}`,
+			cfg:    config("", secretCreds()),
+			msg:    "cannot load the service account key in Secret team-a/gcp-key key key.json",
+		},
+		"NoSecretRef": {
+			reason: "Source Secret without a secretRef is Permanent.",
+			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret}),
+			msg:    errNoSecretRef,
+		},
+		"MissingKey": {
+			reason: "A Secret without the key is Permanent.",
+			key:    "{}",
+			cfg: config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &commonv1alpha1.SecretKeySelector{
+				SecretReference: commonv1alpha1.SecretReference{Name: testSecret}, Key: "other",
+			}}),
+			msg: `has no key "other"`,
+		},
+		"PlainHTTP": {
+			reason: "Tokens never travel in clear text beyond loopback.",
+			key:    "{}",
+			cfg:    config("http://compute.example.internal", secretCreds()),
+			msg:    `spec.endpoint "http://compute.example.internal" must be an https URL`,
+		},
+		"NoImpersonationTarget": {
+			reason: "ImpersonateServiceAccount needs a name.",
+			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount}),
+			msg:    errNoImpersonate,
+		},
+		"UnknownSource": {
+			reason: "An unknown source is Permanent.",
+			cfg:    config("", v1alpha1.Credentials{Source: "Magic"}),
+			msg:    `unknown credentials.source "Magic"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := NewFactory()(t.Context(), control(t, []byte(tc.key)), tc.cfg)
+			if diff := cmp.Diff(backend.ClassPermanent, backend.ClassOf(err)); diff != "" {
+				t.Errorf("%s\nfactory class: -want +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("%s\nfactory = %v, want a message containing %q", tc.reason, err, tc.msg)
+			}
+			if b != nil {
+				t.Errorf("%s\nfactory returned a backend with an error", tc.reason)
+			}
+		})
+	}
+}
+
+// TestFactoryServiceAccountKey drives the real credentials path: the key in
+// the Secret is a service account key the fake trusts; the client signs a
+// JWT with it, exchanges it at the fake's token endpoint, and every compute
+// call carries the token (the fake refuses calls without one).
+func TestFactoryServiceAccountKey(t *testing.T) {
+	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	key, err := s.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := control(t, key)
+	f := NewFactory(WithCallTimeout(10 * time.Second))
+	cfg := config(s.URL(), secretCreds())
+	b, err := f(t.Context(), kube, cfg)
+	if err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	d := desired()
+	if err := b.Create(t.Context(), d); err != nil {
+		t.Fatalf("Create with the key: %v", err)
+	}
+	if _, err := b.Observe(t.Context(), d); err != nil {
+		t.Fatalf("Observe with the key: %v", err)
+	}
+	if h, ok := b.(backend.HealthChecker); !ok || h.CheckHealth(t.Context()) != nil {
+		t.Errorf("the backend must be healthy with a trusted key")
+	}
+	if s.TokensIssued() == 0 || len(s.Instances()) != 1 {
+		t.Errorf("want a token issued and one instance, got %d tokens, %d instances", s.TokensIssued(), len(s.Instances()))
+	}
+	if again, _ := f(t.Context(), kube, cfg); again != b {
+		t.Errorf("the same config and Secret must reuse the backend")
+	}
+
+	// A key the token endpoint does not know: every call fails, Permanent.
+	other := gcefake.NewTestServer(t)
+	untrusted, err := other.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted = []byte(strings.ReplaceAll(string(untrusted), other.URL(), s.URL()))
+	sec := &corev1.Secret{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Namespace: testConfigNS, Name: testSecret}, sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data[testKey] = untrusted
+	if err := kube.Update(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := f(t.Context(), kube, cfg)
+	if err != nil || rotated == b {
+		t.Fatalf("a rotated Secret must rebuild the backend: %v", err)
+	}
+	if _, err := b.Observe(t.Context(), d); err == nil {
+		t.Errorf("the replaced backend's clients must be closed")
+	}
+	_, err = rotated.Observe(t.Context(), d)
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Errorf("Observe with an untrusted key = %v (class %s), want Permanent invalid_grant", err, backend.ClassOf(err))
+	}
+}
+
+// TestFactoryInjectedIdentity uses application default credentials from
+// GOOGLE_APPLICATION_CREDENTIALS, as a provider with a mounted key file (or
+// workload identity) would.
+func TestFactoryInjectedIdentity(t *testing.T) {
+	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	key, err := s.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(file, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
+	cfg := config(s.URL(), v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity})
+	b, err := NewFactory()(t.Context(), control(t, nil), cfg)
+	if err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	if h, ok := b.(backend.HealthChecker); !ok || h.CheckHealth(t.Context()) != nil {
+		t.Errorf("the backend must work with application default credentials")
+	}
+}

@@ -1,0 +1,156 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package gcpproxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
+	t.Helper()
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:     e.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewNopLogger(),
+		MaxConcurrentReconciles: 2,
+		PollInterval:            time.Second,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+	}
+	if err := Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// eventually polls cond for up to 90 s; the bound only stops a broken test
+// from hanging.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+// TestManagedGCPProxy runs the GCPProxy controller on a real API server
+// against the GCE fake, through the factory and a service account key.
+func TestManagedGCPProxy(t *testing.T) {
+	e := kube.Start(t)
+	fake := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	key, err := fake.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	ns := e.Namespace(t, "gcp")
+	endpoint := fake.URL()
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testSecret}, Data: map[string][]byte{testKey: key}},
+		&v1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gcp"},
+			Spec:       v1alpha1.ProviderConfigSpec{ProjectID: testProject, Credentials: secretCreds(), Endpoint: &endpoint},
+		},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startProvider(t, e, NewFactory(WithCallTimeout(10*time.Second)))
+
+	mg := &v1alpha1.GCPProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: v1alpha1.GCPProxySpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				ProviderConfigReference:          &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "gcp"},
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: "web-proxy"},
+			},
+			ForProvider: v1alpha1.GCPProxyParameters{
+				Zone:            "us-central1-a",
+				ProxyParameters: commonv1alpha1.ProxyParameters{AllowedClientCIDRs: []string{"10.0.0.0/8"}, AllowedDestinations: []string{"api.example.com"}},
+			},
+		},
+	}
+	if err := e.Client.Create(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: "web"}
+	got := &v1alpha1.GCPProxy{}
+	t.Logf("%s: waiting for Ready", time.Now().Format(time.StampMilli))
+	eventually(t, "Ready=True", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, got)
+		c := got.GetCondition(xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(got.Status.Conditions, err)
+	})
+	addrs := fake.Addresses()
+	if len(addrs) != 1 || len(got.Status.AtProvider.EgressIPs) != 1 || got.Status.AtProvider.EgressIPs[0] != addrs[0].GetAddress() {
+		t.Fatalf("status.atProvider.egressIPs = %v, want the static address %v", got.Status.AtProvider.EgressIPs, addrs)
+	}
+	if at := got.Status.AtProvider; !strings.HasPrefix(at.InstanceID, "gce://test-project/us-central1-a/egp-") || at.FirewallName == "" || at.InternalIP == "" {
+		t.Errorf("status.atProvider = %+v", at)
+	}
+	eventually(t, "the connection Secret", func() (bool, string) {
+		s := &corev1.Secret{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-proxy"}, s)
+		want := addrs[0].GetAddress() + ":3128"
+		return err == nil && string(s.Data[proxy.ConnectionEndpoint]) == want && len(s.Data[proxy.ConnectionPassword]) > 0, fmt.Sprint(err)
+	})
+
+	t.Logf("%s: deleting", time.Now().Format(time.StampMilli))
+	if err := e.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the resource to be gone", func() (bool, string) {
+		cur := &v1alpha1.GCPProxy{}
+		err := e.Client.Get(ctx, nn, cur)
+		t.Logf("%s: %v %v", time.Now().Format(time.StampMilli), cur.Status.Conditions, cur.Finalizers)
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
+	if n := len(fake.Instances()) + len(fake.Firewalls()) + len(fake.Addresses()); n != 0 {
+		t.Errorf("after deletion %d cloud resources are left: %v %v %v", n, fake.Instances(), fake.Firewalls(), fake.Addresses())
+	}
+}
