@@ -188,7 +188,7 @@ func TestBuildFirewall(t *testing.T) {
 func TestOwnershipMarks(t *testing.T) {
 	o := backend.Ownership{Owner: backend.Owner{UID: testUID, Namespace: "team-a", Name: "web.v2"}, ProviderInstance: "Prod.EU"}
 	l := ownershipLabels(o)
-	if l["egressproxy-owner-name"] != "web_v2" || l["egressproxy-provider-instance"] != "prod_eu" {
+	if l["egressproxy-owner-name"] != "web-v2" || l["egressproxy-provider-instance"] != "prod-eu" {
 		t.Errorf("label values must be GCE-safe, got %v", l)
 	}
 	if !ownedBy(l, o) {

@@ -117,7 +117,7 @@ func (b *Backend) deleteAddress(ctx context.Context, s spec, d Desired) error {
 
 // findZone returns the zone of d's instance, or "" when there is none.
 func (b *Backend) findZone(ctx context.Context, d Desired) (string, error) {
-	filter := fmt.Sprintf("labels.%s = %q", backend.CloudLabelKeys.OwnerUID, labelValue(string(d.Ownership.Owner.UID)))
+	filter := fmt.Sprintf("labels.%s = %q", backend.CloudLabelKeys.OwnerUID, backend.LabelValue(string(d.Ownership.Owner.UID)))
 	zone := ""
 	err := b.aggregated(ctx, filter, func(z string, inst *computepb.Instance) {
 		if inst.GetName() == d.Name {

@@ -15,9 +15,6 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
-// maxLabelValue is the longest GCE label value.
-const maxLabelValue = 63
-
 // Firewall rules have no labels: their description carries the ownership,
 // as "... (owner-uid=<uid> provider-instance=<name>)".
 const (
@@ -25,30 +22,15 @@ const (
 	descProviderInstance = "provider-instance="
 )
 
-// labelValue makes v a valid GCE label value: lower case, and every byte
-// outside [a-z0-9_-] (such as the dots of a Kubernetes name) becomes _.
-func labelValue(v string) string {
-	b := []byte(strings.ToLower(v))
-	for i, c := range b {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
-			b[i] = '_'
-		}
-	}
-	if len(b) > maxLabelValue {
-		b = b[:maxLabelValue]
-	}
-	return string(b)
-}
-
 // cloudOwnership is o as it reads back from GCE labels.
 func cloudOwnership(o backend.Ownership) backend.Ownership {
 	return backend.Ownership{
 		Owner: backend.Owner{
-			UID:       types.UID(labelValue(string(o.Owner.UID))),
-			Namespace: labelValue(o.Owner.Namespace),
-			Name:      labelValue(o.Owner.Name),
+			UID:       types.UID(backend.LabelValue(string(o.Owner.UID))),
+			Namespace: backend.LabelValue(o.Owner.Namespace),
+			Name:      backend.LabelValue(o.Owner.Name),
 		},
-		ProviderInstance: labelValue(o.ProviderInstance),
+		ProviderInstance: backend.LabelValue(o.ProviderInstance),
 	}
 }
 
