@@ -203,7 +203,7 @@ func TestOwnershipMarks(t *testing.T) {
 	if !firewallOwnedBy(desc, o) || firewallOwnedBy(desc, other) || firewallOwnedBy("hand-made rule", o) {
 		t.Errorf("firewall ownership must read back from %q only for its owner", desc)
 	}
-	if !strings.HasSuffix(desc, "(owner-uid="+testUID+" provider-instance=prod_eu)") {
+	if !strings.HasSuffix(desc, "(owner-uid="+testUID+" provider-instance=prod-eu)") {
 		t.Errorf("description = %q", desc)
 	}
 }
