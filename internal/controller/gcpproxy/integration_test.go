@@ -64,7 +64,7 @@ func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 // from hanging.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	last := ""
 	for time.Now().Before(deadline) {
 		ok, msg := cond()

@@ -40,7 +40,10 @@ import (
 // connector, factory, libvirt backend) on a real kube-apiserver against the
 // test:///default driver of a private libvirtd: fast, but nothing boots.
 
-const envtestTimeout = 90 * time.Second
+// Replacement goes through the managed reconciler's creation grace period
+// (30 s) and its per-item backoff, which grows with every requeue on the
+// way; on a loaded 2-core machine that can take minutes.
+const envtestTimeout = 4 * time.Minute
 
 func startKVMProvider(t *testing.T, e *kube.Env) {
 	t.Helper()

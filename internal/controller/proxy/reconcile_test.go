@@ -159,11 +159,11 @@ func kubernetesProxy(ns, name string) *v1alpha1.KubernetesProxy {
 	}
 }
 
-// eventually polls cond for up to 60 s; reconciles take well under a second
+// eventually polls cond for up to 3 minutes; reconciles take well under a second
 // here, the bound only stops a broken test from hanging.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	last := ""
 	for time.Now().Before(deadline) {
 		ok, msg := cond()
