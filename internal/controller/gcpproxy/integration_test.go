@@ -7,7 +7,6 @@ SPDX-License-Identifier: Apache-2.0
 package gcpproxy
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,17 +14,13 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
@@ -37,44 +32,10 @@ import (
 func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:     e.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
+		o.Logger = logging.NewNopLogger()
+		return Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.Options{
-		Logger:                  logging.NewNopLogger(),
-		MaxConcurrentReconciles: 2,
-		PollInterval:            time.Second,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
-	}
-	if err := Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-// eventually polls cond for up to 90 s; the bound only stops a broken test
-// from hanging.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
 }
 
 // TestManagedGCPProxy runs the GCPProxy controller on a real API server
@@ -121,7 +82,7 @@ func TestManagedGCPProxy(t *testing.T) {
 	nn := types.NamespacedName{Namespace: ns, Name: "web"}
 	got := &v1alpha1.GCPProxy{}
 	t.Logf("%s: waiting for Ready", time.Now().Format(time.StampMilli))
-	eventually(t, "Ready=True", func() (bool, string) {
+	kube.Eventually(t, "Ready=True", func() (bool, string) {
 		err := e.Client.Get(ctx, nn, got)
 		c := got.GetCondition(xpv2.TypeReady)
 		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(got.Status.Conditions, err)
@@ -133,7 +94,7 @@ func TestManagedGCPProxy(t *testing.T) {
 	if at := got.Status.AtProvider; !strings.HasPrefix(at.InstanceID, "gce://test-project/us-central1-a/egp-") || at.FirewallName == "" || at.InternalIP == "" {
 		t.Errorf("status.atProvider = %+v", at)
 	}
-	eventually(t, "the connection Secret", func() (bool, string) {
+	kube.Eventually(t, "the connection Secret", func() (bool, string) {
 		s := &corev1.Secret{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-proxy"}, s)
 		want := addrs[0].GetAddress() + ":3128"
@@ -144,7 +105,7 @@ func TestManagedGCPProxy(t *testing.T) {
 	if err := e.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the resource to be gone", func() (bool, string) {
+	kube.Eventually(t, "the resource to be gone", func() (bool, string) {
 		cur := &v1alpha1.GCPProxy{}
 		err := e.Client.Get(ctx, nn, cur)
 		t.Logf("%s: %v %v", time.Now().Format(time.StampMilli), cur.Status.Conditions, cur.Finalizers)

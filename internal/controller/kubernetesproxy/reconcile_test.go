@@ -7,7 +7,6 @@ SPDX-License-Identifier: Apache-2.0
 package kubernetesproxy
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,8 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
@@ -45,45 +40,12 @@ import (
 func startProvider(t *testing.T, e *kube.Env) {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:     e.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.Options{
-		Logger:                  logging.NewLogrLogger(ctrl.Log),
-		MaxConcurrentReconciles: 2,
-		PollInterval:            time.Second,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
-	}
-	if err := config.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, NewFactory()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
+	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
+		if err := config.Setup(mgr, o); err != nil {
+			return err
 		}
-		last = msg
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+		return Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, NewFactory())
+	})
 }
 
 func kubeconfigConfig(t *testing.T, e *kube.Env, ns, name string, kubeconfig []byte) {
@@ -148,7 +110,7 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 	// kubelet, mark its Deployment available as the Deployment controller
 	// would.
 	var dep appsv1.Deployment
-	waitFor(t, "the proxy Deployment", func() (bool, string) {
+	kube.Eventually(t, "the proxy Deployment", func() (bool, string) {
 		l := &appsv1.DeploymentList{}
 		err := e.Client.List(ctx, l, client.InNamespace(target), owned)
 		if err != nil || len(l.Items) != 1 {
@@ -166,7 +128,7 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 	}
 
 	nn := types.NamespacedName{Namespace: ns, Name: "proxy"}
-	waitFor(t, "Ready=True", func() (bool, string) {
+	kube.Eventually(t, "Ready=True", func() (bool, string) {
 		got := &v1alpha1.KubernetesProxy{}
 		if err := e.Client.Get(ctx, nn, got); err != nil {
 			return false, err.Error()
@@ -201,7 +163,7 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 	if err := e.Client.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Synced=False naming the broken kubeconfig", func() (bool, string) {
+	kube.Eventually(t, "Synced=False naming the broken kubeconfig", func() (bool, string) {
 		got := &v1alpha1.KubernetesProxy{}
 		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bad"}, got); err != nil {
 			return false, err.Error()
@@ -214,7 +176,7 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 	if err := e.Client.Delete(ctx, mg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the target objects and the resource to be gone", func() (bool, string) {
+	kube.Eventually(t, "the target objects and the resource to be gone", func() (bool, string) {
 		deps, svcs := &appsv1.DeploymentList{}, &corev1.ServiceList{}
 		_ = e.Client.List(ctx, deps, client.InNamespace(target), owned)
 		_ = e.Client.List(ctx, svcs, client.InNamespace(target), owned)

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/go-logr/logr"
@@ -25,8 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
@@ -48,31 +44,12 @@ const envtestTimeout = 4 * time.Minute
 func startKVMProvider(t *testing.T, e *kube.Env) {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:     e.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
+		if err := config.Setup(mgr, o); err != nil {
+			return err
+		}
+		return Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, NewFactory())
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.Options{
-		Logger:                  logging.NewLogrLogger(ctrl.Log),
-		MaxConcurrentReconciles: 2,
-		PollInterval:            time.Second,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
-	}
-	if err := config.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	f := NewFactory()
-	if err := Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, f); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 func kvmProxy(namespace, config string) *v1alpha1.KVMProxy {

@@ -13,23 +13,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
@@ -106,31 +100,12 @@ func (m *memoryBackend) fns() backend.Fns[params, obs] {
 
 func startProvider(t *testing.T, e *kube.Env, f kubernetesproxy.BackendFactory) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Each test runs a manager of its own with the same controllers.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
+		if err := config.Setup(mgr, o); err != nil {
+			return err
+		}
+		return kubernetesproxy.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.Options{
-		Logger:                  logging.NewLogrLogger(ctrl.Log),
-		MaxConcurrentReconciles: 2,
-		PollInterval:            time.Second,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
-	}
-	if err := config.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := kubernetesproxy.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 func providerConfig(ns string) *v1alpha1.ProviderConfig {
@@ -159,23 +134,6 @@ func kubernetesProxy(ns, name string) *v1alpha1.KubernetesProxy {
 	}
 }
 
-// eventually polls cond for up to 3 minutes; reconciles take well under a second
-// here, the bound only stops a broken test from hanging.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
-
 func condition(c client.Client, nn types.NamespacedName, ct xpv2.ConditionType) (xpv2.Condition, error) {
 	mg := &v1alpha1.KubernetesProxy{}
 	if err := c.Get(context.Background(), nn, mg); err != nil {
@@ -201,7 +159,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 	}
 	nn := types.NamespacedName{Namespace: ns, Name: "proxy"}
 
-	eventually(t, "Ready=True", func() (bool, string) {
+	kube.Eventually(t, "Ready=True", func() (bool, string) {
 		c, err := condition(e.Client, nn, xpv2.TypeReady)
 		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
 	})
@@ -219,7 +177,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 
 	// Connection details reach the Secret, with a working proxy URL and the
 	// generated credentials, which are kept in a Secret the resource owns.
-	eventually(t, "the connection Secret", func() (bool, string) {
+	kube.Eventually(t, "the connection Secret", func() (bool, string) {
 		s := &corev1.Secret{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "proxy-conn"}, s)
 		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
@@ -233,7 +191,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 	}
 
 	// Usage is tracked, and counted on the config.
-	eventually(t, "the ProviderConfig to count one user", func() (bool, string) {
+	kube.Eventually(t, "the ProviderConfig to count one user", func() (bool, string) {
 		pc := &v1alpha1.ProviderConfig{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "target"}, pc)
 		return err == nil && pc.Status.Users == 1, fmt.Sprint(pc.Status.Users, err)
@@ -244,7 +202,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 	if err := e.Client.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the allowlist to reach the backend", func() (bool, string) {
+	kube.Eventually(t, "the allowlist to reach the backend", func() (bool, string) {
 		mem.mu.Lock()
 		defer mem.mu.Unlock()
 		d := mem.instances[got.GetAnnotations()["crossplane.io/external-name"]]
@@ -255,7 +213,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 	if err := e.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the resource to be gone", func() (bool, string) {
+	kube.Eventually(t, "the resource to be gone", func() (bool, string) {
 		err := e.Client.Get(ctx, nn, &v1alpha1.KubernetesProxy{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
@@ -317,12 +275,12 @@ func TestManagedReconcilerErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			nn := types.NamespacedName{Namespace: ns, Name: tc.mg.GetName()}
-			eventually(t, "Synced=False with the cause", func() (bool, string) {
+			kube.Eventually(t, "Synced=False with the cause", func() (bool, string) {
 				c, err := condition(e.Client, nn, xpv2.TypeSynced)
 				return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, tc.wantMessage), fmt.Sprint(c, err)
 			})
 			if tc.wantReady != "" {
-				eventually(t, "the Provisioned reason", func() (bool, string) {
+				kube.Eventually(t, "the Provisioned reason", func() (bool, string) {
 					c, err := condition(e.Client, nn, proxy.TypeProvisioned)
 					return err == nil && c.Reason == tc.wantReady, fmt.Sprint(c, err)
 				})
@@ -342,7 +300,7 @@ func TestBackendNotBuiltIn(t *testing.T) {
 	if err := e.Client.Create(ctx, kubernetesProxy(ns, "proxy")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a clear Synced=False message", func() (bool, string) {
+	kube.Eventually(t, "a clear Synced=False message", func() (bool, string) {
 		c, err := condition(e.Client, types.NamespacedName{Namespace: ns, Name: "proxy"}, xpv2.TypeSynced)
 		return err == nil && strings.Contains(c.Message, "the kubernetes backend is not available in this build"), fmt.Sprint(c, err)
 	})
