@@ -48,6 +48,7 @@ func main() {
 		mgmtPolicies     = app.Flag("enable-management-policies", "Enable support for management policies.").Default("true").Envar("ENABLE_MANAGEMENT_POLICIES").Bool()
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
+		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
 		instance         = app.Flag("provider-instance", "Name of this provider deployment in the ownership labels, so deployments sharing a backend never touch each other's instances.").Default("default").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
@@ -105,6 +106,7 @@ func main() {
 		Timeout:          *timeout,
 		GCInterval:       *gcInterval,
 		GCMinAge:         *gcMinAge,
+		HealthInterval:   *healthInterval,
 		// The tracer is the global one: a no-op until an OpenTelemetry SDK
 		// is configured in this process.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),

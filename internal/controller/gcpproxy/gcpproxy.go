@@ -24,6 +24,7 @@ const BackendName = "gcp"
 const (
 	errFmtConfigType = "unexpected provider config type %T"
 	errAddCollector  = "cannot add the garbage collector"
+	errAddHealth     = "cannot add the health reporter"
 )
 
 // Backend is the gcp backend as the controller sees it.
@@ -74,17 +75,25 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		},
 		NewBackend: f,
 	}, o)
-	if f != nil && o.GCInterval > 0 {
-		gc := proxy.NewCollector(proxy.CollectorConfig[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
-			Kube:       mgr.GetClient(),
-			NewBackend: f,
-			NewOwners:  func() client.ObjectList { return &v1alpha1.GCPProxyList{} },
-			NewConfigs: func() (client.ObjectList, client.ObjectList) {
-				return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
-			},
-		}, o)
-		if err := mgr.Add(gc); err != nil {
+	if f == nil {
+		return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)
+	}
+	bg := proxy.CollectorConfig[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
+		Kube:       mgr.GetClient(),
+		NewBackend: f,
+		NewOwners:  func() client.ObjectList { return &v1alpha1.GCPProxyList{} },
+		NewConfigs: func() (client.ObjectList, client.ObjectList) {
+			return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
+		},
+	}
+	if o.GCInterval > 0 {
+		if err := mgr.Add(proxy.NewCollector(bg, o)); err != nil {
 			return errors.Wrap(err, errAddCollector)
+		}
+	}
+	if o.HealthInterval > 0 {
+		if err := mgr.Add(proxy.NewHealthReporter(bg, BackendName, o)); err != nil {
+			return errors.Wrap(err, errAddHealth)
 		}
 	}
 	return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)

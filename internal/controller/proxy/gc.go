@@ -145,15 +145,26 @@ func (c *Collector[P, O]) configs(ctx context.Context) ([]Config, error) {
 		if err := c.kube.List(ctx, l); err != nil {
 			return nil, errors.Wrap(err, errListConfigs)
 		}
-		objs, err := meta.ExtractList(l)
+		err := listObjects(l, func(o client.Object) {
+			out = append(out, Config{Object: o, SecretNamespace: o.GetNamespace()})
+		})
 		if err != nil {
 			return nil, errors.Wrap(err, errListConfigs)
 		}
-		for _, o := range objs {
-			if pc, ok := o.(client.Object); ok {
-				out = append(out, Config{Object: pc, SecretNamespace: pc.GetNamespace()})
-			}
-		}
 	}
 	return out, nil
+}
+
+// listObjects calls fn with each object of a list.
+func listObjects(l client.ObjectList, fn func(client.Object)) error {
+	objs, err := meta.ExtractList(l)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if co, ok := o.(client.Object); ok {
+			fn(co)
+		}
+	}
+	return nil
 }

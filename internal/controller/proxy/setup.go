@@ -43,6 +43,10 @@ type Options struct {
 	// GCMinAge is how old an orphan must be before it is collected, so an
 	// instance whose resource is not in the cache yet is never deleted.
 	GCMinAge time.Duration
+
+	// HealthInterval is how often the backend of every provider config is
+	// checked; zero turns health checks off.
+	HealthInterval time.Duration
 }
 
 // Setup registers the managed reconciler of one proxy kind, served by c.
