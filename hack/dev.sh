@@ -1,76 +1,44 @@
 #!/usr/bin/env bash
-# Runs the product locally on its embedded default: a local control plane
-# (kube-apiserver + etcd built from the module proxy) with the provider's
-# CRDs, the provider process, and example resources, until Ctrl-C.
+# make dev: runs the product locally, on a fresh machine too.
 #
-# Every process started here is stopped by PID on exit. State and logs live
-# in _output/dev/.
+#   hack/dev.sh [--backends=auto|kubernetes,gcp,kvm] [--debug] [--once]
+#
+# 1. Builds what is missing into the tool cache (hack/tools.sh; the first run
+#    takes ~30 min on 2 cores, later runs none).
+# 2. Runs hack/dev (Go): a local Crossplane control plane - kube-apiserver,
+#    etcd, kube-controller-manager, kwok with fake nodes, Crossplane core,
+#    the composition function, the provider, the XRD and Compositions, the
+#    backends' ProviderConfigs and test doubles - then the example claims of
+#    examples/composition in namespace team-a, one per backend that can run
+#    here. It waits until they are Ready, prints `crossplane beta trace` of
+#    each and its connection Secret's keys, and runs until Ctrl-C.
+#
+# Every process is stopped by PID on exit (a watchdog kills them even if
+# hack/dev is killed). State and logs: _output/dev/ (logs/ holds one log per
+# process); build logs: _output/dev-build/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-DEV=$ROOT/_output/dev
-LOGS=$DEV/logs
-mkdir -p "$LOGS"
-export KUBECONFIG=$DEV/kubeconfig
-pids=()
+BUILD=$ROOT/_output/dev-build
+mkdir -p "$BUILD"
+TOOLS=(etcd kube-apiserver kubectl kube-controller-manager kwok crossplane crossplane-core)
 t0=$SECONDS
 
-step() { printf '\n[dev %4ss] %s\n' "$((SECONDS - t0))" "$*"; }
-fail() { printf '[dev] FAILED: %s (log: %s)\n' "$1" "$2" >&2; exit 1; }
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  echo "[dev] stopped"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+step() { printf '[dev %4ss] %s\n' "$((SECONDS - t0))" "$*"; }
+fail() { printf '[dev] FAILED: %s (log: %s)\n' "$1" "$2" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
 
-step "building the control plane binaries (first run only: ~15 min)"
-hack/tools.sh build etcd kube-apiserver kubectl >"$LOGS/tools.log" 2>&1 || fail "tools" "$LOGS/tools.log"
-KUBECTL=$(hack/tools.sh path kubectl)
-
-step "building the provider"
-go build -o "$DEV/bin/provider" ./cmd/provider >"$LOGS/build.log" 2>&1 || fail "build" "$LOGS/build.log"
-go build -o "$DEV/bin/controlplane" ./hack/controlplane >>"$LOGS/build.log" 2>&1 || fail "build" "$LOGS/build.log"
-
-step "starting kube-apiserver and etcd with the provider's CRDs"
-"$DEV/bin/controlplane" -write-kubeconfig "$KUBECONFIG" >"$LOGS/controlplane.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 600); do
-  grep -q READY "$LOGS/controlplane.log" 2>/dev/null && break
-  kill -0 "${pids[-1]}" 2>/dev/null || fail "control plane" "$LOGS/controlplane.log"
-  sleep 0.1
+for t in "${TOOLS[@]}"; do
+  if hack/tools.sh cached "$t" >/dev/null 2>&1; then continue; fi
+  s=$SECONDS
+  step "building $t into the tool cache (first run only; log: $BUILD/tools-$t.log)"
+  hack/tools.sh build "$t" >"$BUILD/tools-$t.log" 2>&1 || fail "building $t" "$BUILD/tools-$t.log"
+  step "built $t in $((SECONDS - s))s"
 done
-grep -q READY "$LOGS/controlplane.log" || fail "control plane did not become ready" "$LOGS/controlplane.log"
 
-step "starting the provider"
-"$DEV/bin/provider" --debug --poll=15s --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address=127.0.0.1:0 >"$LOGS/provider.log" 2>&1 &
-pids+=($!)
+s=$SECONDS
+step "building hack/dev"
+go build -o "$BUILD/dev" ./hack/dev >"$BUILD/dev.log" 2>&1 || fail "building hack/dev" "$BUILD/dev.log"
+step "built hack/dev in $((SECONDS - s))s"
 
-step "applying the example resources (namespace team-a)"
-"$KUBECTL" create namespace team-a --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
-# The Kubernetes backend's target is this same control plane.
-"$KUBECTL" -n team-a create secret generic local-kubeconfig --from-file=kubeconfig="$KUBECONFIG" \
-  --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
-"$KUBECTL" create namespace egress --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
-"$KUBECTL" apply -f hack/dev/ >"$LOGS/apply.log" 2>&1 || fail "applying examples" "$LOGS/apply.log"
-
-step "waiting for the example proxy to be reconciled"
-for _ in $(seq 1 60); do
-  synced=$("$KUBECTL" -n team-a get kubernetesproxy local -o jsonpath='{.status.conditions[?(@.type=="Synced")].status}' 2>/dev/null || true)
-  [ -n "$synced" ] && break
-  sleep 1
-done
-"$KUBECTL" get managed -A -o wide || true
-
-cat <<EOT
-
-[dev] The local control plane is running.
-      export KUBECONFIG=$KUBECONFIG
-      kubectl get egressproxy -A        # every proxy managed resource
-      kubectl describe kubernetesproxy -n team-a local
-      Logs: $LOGS
-      Ctrl-C stops everything.
-EOT
-wait "${pids[0]}"
+# exec: Ctrl-C goes straight to hack/dev, which stops everything in order.
+exec "$BUILD/dev" "$@"

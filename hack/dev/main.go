@@ -1,0 +1,183 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command dev runs the product locally for make dev: a local Crossplane
+// control plane (internal/testenv/cluster) with the provider, the function,
+// the XRD and Compositions, then the example claims of every backend that
+// can run here, in namespace team-a. It waits until they are Ready, prints
+// crossplane beta trace of each and the keys of its connection Secret, and
+// runs until Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+)
+
+const (
+	errFmtBackend = "unknown backend %q: it must be kubernetes, gcp or kvm"
+	errWired      = "cannot tell which backends the provider builds in"
+)
+
+// options are the command line flags.
+type options struct {
+	dir       string
+	backends  string
+	namespace string
+	timeout   time.Duration
+	debug     bool
+	once      bool
+	provider  string
+}
+
+func main() {
+	o := options{}
+	flag.StringVar(&o.dir, "dir", filepath.Join(testenv.RepoRoot(), "_output", "dev"), "Folder for state and logs.")
+	flag.StringVar(&o.backends, "backends", "auto", "Comma-separated backends to run claims on; auto means every backend the provider builds in that can run here.")
+	flag.StringVar(&o.namespace, "namespace", "team-a", "Namespace of the example claims.")
+	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "How long the claims may take to become Ready.")
+	flag.BoolVar(&o.debug, "debug", false, "Run Crossplane, the function and the provider with debug logs.")
+	flag.StringVar(&o.provider, "provider", "", "A provider binary to run instead of building cmd/provider.")
+	flag.BoolVar(&o.once, "once", false, "Stop once the claims are Ready, instead of running until Ctrl-C (for CI).")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, o)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "[dev] interrupted")
+		stop()
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "\n[dev] FAILED: %v\n", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	p := newPrinter()
+	backends, err := chooseBackends(o.backends, p)
+	if err != nil {
+		return err
+	}
+	// A fresh state folder: nothing of a previous run is reused.
+	_ = os.RemoveAll(o.dir)
+	if err := envtestLog(filepath.Join(o.dir, "logs", "envtest.log")); err != nil {
+		return err
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, Backends: backends, Debug: o.debug, ProviderBinary: o.provider, Logf: p.logf})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		p.logf("stopping everything")
+		c.Stop()
+		p.logf("stopped")
+	}()
+	claims, err := applyExamples(ctx, c, p, o.namespace, runnable(c, p, backends))
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, c, p, o.namespace, claims, o.timeout); err != nil {
+		return err
+	}
+	report(ctx, c, o.namespace, claims)
+	p.timings(c.Timings)
+	fmt.Printf(`
+[dev] Everything is running (%s since start).
+      export KUBECONFIG=%s
+      kubectl get egressproxy -n %s          # the claims
+      kubectl get managed -A                  # their managed resources
+      %s beta trace egressproxy NAME -n %s
+      Logs: %s
+      Ctrl-C stops everything.
+`, p.since(), c.Kubeconfig, o.namespace, c.Tools.Crossplane, o.namespace, c.LogDir)
+	if o.once {
+		return nil
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// runnable drops the backends whose claims cannot become Ready here.
+func runnable(c *cluster.Cluster, p *printer, backends []cluster.Backend) []cluster.Backend {
+	var out []cluster.Backend
+	for _, b := range backends {
+		switch why, unavailable := c.Unavailable[b]; {
+		case unavailable:
+			p.logf("backend %-10s skipped: %s", b, why)
+		case b == cluster.BackendKVM && !c.KVMNetworkBoot:
+			p.logf("backend %-10s skipped: the provider has no --kvm-boot-devices flag, and a VM on the sandbox's blank image gets an address only by booting from the network", b)
+		default:
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// envtestLog sends the logs of envtest (which starts kube-apiserver and
+// etcd) to a file.
+func envtestLog(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	f, err := os.Create(path) //nolint:gosec // Our own log file.
+	if err != nil {
+		return err
+	}
+	ctrllog.SetLogger(zap.New(zap.WriteTo(f)))
+	return nil
+}
+
+// chooseBackends returns the backends to run claims on besides kubernetes,
+// which is always set up (the control plane is its target cluster).
+func chooseBackends(flagValue string, p *printer) ([]cluster.Backend, error) {
+	if flagValue != "auto" {
+		var out []cluster.Backend
+		for _, b := range strings.Split(flagValue, ",") {
+			switch cb := cluster.Backend(strings.TrimSpace(b)); cb {
+			case cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM:
+				out = append(out, cb)
+			default:
+				return nil, errors.Errorf(errFmtBackend, b)
+			}
+		}
+		return out, nil
+	}
+	wired, err := cluster.WiredBackends()
+	if err != nil {
+		return nil, errors.Wrap(err, errWired)
+	}
+	var out []cluster.Backend
+	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
+		switch {
+		case !wired[b]:
+			p.logf("backend %-10s skipped: not wired in cmd/provider/backends.go", b)
+		case b == cluster.BackendKVM && os.Geteuid() != 0:
+			p.logf("backend %-10s skipped: a private libvirtd needs root", b)
+		default:
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,340 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package cluster brings up a local Crossplane control plane that behaves
+// like a real cluster, from binaries hack/tools.sh builds: kube-apiserver and
+// etcd (envtest), kube-controller-manager (garbage collection, Deployments),
+// kwok (fake nodes with ExternalIP addresses whose kubelets it plays),
+// Crossplane core, the composition function, the provider, the XRD and
+// Compositions, and the backends' ProviderConfigs and test doubles (the GCE
+// fake, a private libvirtd). The end-to-end suite and make dev share it.
+//
+// Every process it starts is stopped by PID when the Cluster stops, and a
+// watchdog kills them if the process that started them dies first.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+const (
+	errNoFreePort  = "cannot find a free port on 127.0.0.1"
+	errMkdir       = "cannot create the state folder"
+	errFmtStep     = "step %q failed after %s (log: %s)"
+	errFmtExited   = "%s exited (%v)"
+	errClient      = "cannot create a client"
+	errFmtTools    = "tools are not built: %s (hack/tools.sh build %s)"
+	errCPStart     = "cannot start kube-apiserver and etcd"
+	errBinaries    = "the provider, function and GCE fake were not built"
+	defaultNodes   = 2
+	defaultTimeout = 3 * time.Minute
+	buildTimeout   = 15 * time.Minute
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir holds state, binaries and logs (Dir/logs). When empty Start uses
+	// a temporary folder that Stop removes.
+	Dir string
+	// Nodes is the number of fake nodes, 2 when zero.
+	Nodes int
+	// Backends are the backends whose test doubles and ProviderConfigs to
+	// set up besides kubernetes, which needs none but this control plane.
+	Backends []Backend
+	// Debug runs Crossplane, the function and the provider with debug logs.
+	Debug bool
+	// ProviderArgs are extra flags of the provider.
+	ProviderArgs []string
+	// ProviderBinary is a provider to run instead of one built from
+	// cmd/provider, such as a release build.
+	ProviderBinary string
+	// Logf reports progress; nothing is reported when nil.
+	Logf func(format string, args ...any)
+}
+
+// A Timing is how long a step took.
+type Timing struct {
+	Step     string
+	Duration time.Duration
+}
+
+// A Cluster is a running local control plane.
+type Cluster struct {
+	// Config reaches the apiserver as a member of system:masters.
+	Config *rest.Config
+	// Client reads and writes core types, the provider's APIs and, as
+	// unstructured objects, Crossplane's.
+	Client client.Client
+	// Kubeconfig is the path of a kubeconfig file for Config.
+	Kubeconfig string
+	// Dir holds state; LogDir the log of every process.
+	Dir, LogDir string
+	// Tools and Bin are the programs it runs.
+	Tools Tools
+	Bin   Binaries
+	// Timings of the steps Start took, in order.
+	Timings []Timing
+	// GCE is the GCE fake, when the gcp backend was set up.
+	GCE *GCE
+	// Libvirt is the private libvirtd, when the kvm backend was set up.
+	Libvirt *Libvirt
+	// KVMNetworkBoot is whether the provider boots KVM proxies from the
+	// network first, which a VM on the sandbox's blank image needs to get
+	// an address and become Ready.
+	KVMNetworkBoot bool
+	// Unavailable are the backends asked for whose test doubles cannot run
+	// on this machine, and why: Start goes on without them.
+	Unavailable map[Backend]string
+
+	opts           Options
+	kube           *kube.Env
+	sup            *supervisor
+	tempDir        bool
+	crossplaneCRDs string
+	stopBinder     context.CancelFunc
+	binderDone     chan struct{}
+	cleanups       []func()
+}
+
+// Start brings up the control plane. On error it stops what it started.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Nodes == 0 {
+		o.Nodes = defaultNodes
+	}
+	c := &Cluster{opts: o, Dir: o.Dir}
+	tools, missing := FindTools()
+	if len(missing) > 0 {
+		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))
+	}
+	c.Tools = tools
+	if err := c.mkdirs(); err != nil {
+		return nil, err
+	}
+	sup, err := newSupervisor(c.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	c.sup = sup
+	if err := c.start(ctx); err != nil {
+		// Keep the logs the error points at.
+		c.Keep()
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) mkdirs() error {
+	if c.Dir == "" {
+		d, err := os.MkdirTemp("", "egressproxy-cluster-")
+		if err != nil {
+			return errors.Wrap(err, errMkdir)
+		}
+		c.Dir, c.tempDir = d, true
+	}
+	c.LogDir = filepath.Join(c.Dir, "logs")
+	return errors.Wrap(os.MkdirAll(c.LogDir, 0o750), errMkdir)
+}
+
+// A step of Start: its name, the log (under LogDir) to look at when it
+// fails, and what it does.
+type step struct {
+	name, log string
+	fn        func(context.Context) error
+	// timeout of the step; defaultTimeout when zero.
+	timeout time.Duration
+}
+
+// start runs the steps. Building this repository's programs overlaps with
+// bringing up the control plane: both take seconds, on different things.
+func (c *Cluster) start(ctx context.Context) error {
+	built := make(chan error, 1)
+	go func() {
+		b, err := BuildBinaries(ctx, c.dir("bin"))
+		if c.opts.ProviderBinary != "" {
+			b.Provider = c.opts.ProviderBinary
+		}
+		c.Bin = b
+		built <- err
+	}()
+	steps := []step{
+		{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
+		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
+		{name: fmt.Sprintf("kwok and %d fake nodes", c.opts.Nodes), log: "kwok.log", fn: c.startNodes},
+		{name: "scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
+		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
+		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
+		// A cold Go build cache takes minutes on 2 busy cores.
+		{name: "build provider, function, gce-fake", timeout: buildTimeout, fn: func(context.Context) error {
+			return errors.Wrap(<-built, errBinaries)
+		}},
+		{name: "composition function", log: "function.log", fn: c.startFunction},
+		{name: "provider", log: "provider.log", fn: c.startProvider},
+		{name: "XRD and Compositions", log: "crossplane.log", fn: c.applyConfiguration},
+		{name: "kubernetes backend ProviderConfig", log: "provider.log", fn: c.setupKubernetesBackend},
+	}
+	for _, b := range c.opts.Backends {
+		switch b {
+		case BackendGCP:
+			steps = append(steps, step{name: "GCE fake and gcp ProviderConfig", log: "gce-fake.log", fn: c.setupGCP})
+		case BackendKVM:
+			// A first run installs libvirt and QEMU with apt.
+			steps = append(steps, step{name: "private libvirtd and kvm ProviderConfig", fn: c.optional(BackendKVM, c.setupKVM), timeout: 12 * time.Minute})
+		case BackendKubernetes:
+		}
+	}
+	for _, s := range steps {
+		if s.timeout == 0 {
+			s.timeout = defaultTimeout
+		}
+		sctx, cancel := context.WithTimeout(ctx, s.timeout)
+		err := c.Step(sctx, s.name, s.log, s.fn)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// optional turns an ErrMissing of a backend's setup into an entry of
+// Unavailable.
+func (c *Cluster) optional(b Backend, fn func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := fn(ctx)
+		if errors.Is(err, ErrMissing) {
+			if c.Unavailable == nil {
+				c.Unavailable = map[Backend]string{}
+			}
+			c.Unavailable[b] = err.Error()
+			c.logf("the %s backend is unavailable here: %v", b, err)
+			return nil
+		}
+		return err
+	}
+}
+
+// Step runs one timed step, reports it, and names it and its log when it
+// fails. Bound it with ctx.
+func (c *Cluster) Step(ctx context.Context, name, log string, fn func(context.Context) error) error {
+	c.logf("%-40s ...", name)
+	t := time.Now()
+	err := fn(ctx)
+	d := time.Since(t).Round(10 * time.Millisecond)
+	c.Timings = append(c.Timings, Timing{Step: name, Duration: d})
+	if err != nil {
+		where := c.LogDir
+		if log != "" {
+			where = filepath.Join(c.LogDir, log)
+		}
+		c.logf("%-40s FAILED after %s: %v", name, d, err)
+		return errors.Wrapf(err, errFmtStep, name, d, where)
+	}
+	c.logf("%-40s done in %s", name, d)
+	return nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	if c.opts.Logf != nil {
+		c.opts.Logf(format, args...)
+	}
+}
+
+// Keep makes Stop keep the state folder and its logs even when Start made
+// it, say because a test failed.
+func (c *Cluster) Keep() { c.tempDir = false }
+
+// Stop stops every process, newest first, and the control plane, and
+// removes the state folder if Start made it.
+func (c *Cluster) Stop() {
+	if c.stopBinder != nil {
+		c.stopBinder()
+		<-c.binderDone
+	}
+	if c.sup != nil {
+		c.sup.stopAll()
+	}
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+	if c.kube != nil {
+		c.kube.Stop()
+	}
+	if c.sup != nil {
+		c.sup.close()
+	}
+	if c.tempDir {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+// dir returns (and creates) a folder under the state folder.
+func (c *Cluster) dir(elem ...string) string {
+	d := filepath.Join(append([]string{c.Dir}, elem...)...)
+	_ = os.MkdirAll(d, 0o750)
+	return d
+}
+
+// waitFor polls cond until it is true, p exits (p may be nil), or the
+// timeout passes.
+func (c *Cluster) waitFor(ctx context.Context, p *Process, timeout time.Duration, msg string, cond func(context.Context) (bool, error)) error {
+	var exited <-chan struct{}
+	if p != nil {
+		exited = p.Exited()
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, errors.Errorf(errFmtExited, p.Name, p.Err())
+		default:
+		}
+		return cond(ctx)
+	})
+	if err != nil && wait.Interrupted(err) {
+		return errors.New(msg)
+	}
+	return errors.Wrap(err, msg)
+}
+
+// freePort returns a port that is free on 127.0.0.1 now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, errors.Wrap(err, errNoFreePort)
+	}
+	defer l.Close() //nolint:errcheck // Only its port was needed.
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,107 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+const (
+	errKCM = "kube-controller-manager exited"
+
+	envStartTimeout = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
+
+	// kcmSettle is how long kube-controller-manager must stay up to count
+	// as started: it serves nothing (--secure-port=0) to probe.
+	kcmSettle = time.Second
+)
+
+// startControlPlane starts kube-apiserver and etcd with the provider's and
+// Crossplane's CRDs.
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
+	if err != nil {
+		return err
+	}
+	c.crossplaneCRDs = crds
+	// envtest gives kube-apiserver 20 s to serve, then starts it again:
+	// too short on two busy cores, where each retry makes it worse.
+	if os.Getenv(envStartTimeout) == "" {
+		_ = os.Setenv(envStartTimeout, "90s")
+	}
+	env, err := kube.New(crds)
+	if err != nil {
+		return errors.Wrap(err, errCPStart)
+	}
+	c.kube = env
+	for _, pid := range children("etcd", "kube-apiserver") {
+		c.sup.adopt(pid)
+	}
+	c.Config, c.Client = env.Config, env.Client
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	return errors.Wrap(kube.WriteKubeconfig(env.Config, c.Kubeconfig), errCPStart)
+}
+
+// startKCM runs kube-controller-manager: the garbage collector, and the
+// Deployment, ReplicaSet, namespace and node-lifecycle controllers. It
+// serves nothing (--secure-port=0), so it needs no serving certificates.
+func (c *Cluster) startKCM(ctx context.Context) error {
+	args := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--controllers=*",
+		// Without it, it creates /usr/libexec/kubernetes/... on the host.
+		"--flex-volume-plugin-dir=" + c.dir("kcm", "flexvolume"),
+	}
+	// The apiserver's service account signing key lets the token
+	// controller run too; envtest keeps it in its certificate folder.
+	for _, pid := range children("kube-apiserver") {
+		if key := cmdlineFlag(pid, "service-account-signing-key-file"); key != "" {
+			args = append(args, "--service-account-private-key-file="+key)
+		}
+	}
+	p, err := c.sup.start("kube-controller-manager", c.Tools.KubeControllerManager, args, nil)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.Exited():
+		return errors.Wrap(p.Err(), errKCM)
+	case <-time.After(kcmSettle):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startNodes runs kwok and creates the fake nodes.
+func (c *Cluster) startNodes(ctx context.Context) error {
+	p, err := c.startKwok()
+	if err != nil {
+		return errors.Wrap(err, errKwokStart)
+	}
+	return c.createNodes(ctx, p)
+}
+
+// coreInitAndTLS runs core init and writes core's client certificate.
+func (c *Cluster) coreInitAndTLS(ctx context.Context) error {
+	if err := ensureNamespace(ctx, c.Client, CrossplaneNamespace); err != nil {
+		return err
+	}
+	if err := c.coreInit(ctx); err != nil {
+		return err
+	}
+	return c.writeClientTLS(ctx)
+}

@@ -1,0 +1,143 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The gcp backend's setup: the GCE fake stands in for Compute Engine.
+const (
+	// GCPProject is the project the fake serves and the ProviderConfig names.
+	GCPProject = "egressproxy-e2e"
+	// GCPKeySecret holds a service account key the fake's token endpoint
+	// trusts, in CrossplaneNamespace.
+	GCPKeySecret = "gce-fake-key"
+
+	gcpServiceAccount = "provider@egressproxy-e2e.iam.gserviceaccount.com"
+
+	errGCEURL      = "the GCE fake did not print its URL"
+	errFmtAdmin    = "the GCE fake's admin endpoint %s answered %s: %s"
+	errAdminCall   = "cannot call the GCE fake's admin endpoint"
+	errGCPKey      = "cannot get a service account key from the GCE fake"
+	errGCPKeyStore = "cannot store the GCE fake's service account key"
+)
+
+// GCE is a running GCE fake.
+type GCE struct {
+	// URL is the Compute Engine endpoint, as ProviderConfig spec.endpoint.
+	URL string
+}
+
+// Admin calls the fake's admin endpoint (see internal/gcefake/admin.go):
+// method and path such as "POST", "/_fake/faults/operation", with a JSON
+// body, or nil. It returns the response body.
+func (g *GCE) Admin(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(g.URL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, errors.Wrap(err, errAdminCall)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, errors.Wrap(err, errAdminCall)
+	}
+	defer rsp.Body.Close() //nolint:errcheck // Read to the end below.
+	b, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		return nil, errors.Wrap(err, errAdminCall)
+	}
+	if rsp.StatusCode/100 != 2 {
+		return b, errors.Errorf(errFmtAdmin, path, rsp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// setupGCP starts the GCE fake, which asks for a bearer token like Compute
+// Engine, stores a service account key it trusts, and creates the gcp
+// backend's ClusterProviderConfig default.
+func (c *Cluster) setupGCP(ctx context.Context) error {
+	p, err := c.sup.start("gce-fake", c.Bin.GCEFake, []string{"--address=127.0.0.1:0", "--project=" + GCPProject, "--require-auth"}, nil)
+	if err != nil {
+		return err
+	}
+	var u string
+	if err := c.waitFor(ctx, p, 30*time.Second, errGCEURL, func(context.Context) (bool, error) {
+		u = firstURL(p.Log)
+		return u != "", nil
+	}); err != nil {
+		return err
+	}
+	c.GCE = &GCE{URL: u}
+	key, err := c.GCE.Admin(ctx, http.MethodPost, "/_fake/keys?email="+url.QueryEscape(gcpServiceAccount), nil)
+	if err != nil {
+		return errors.Wrap(err, errGCPKey)
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: GCPKeySecret},
+		Data:       map[string][]byte{"credentials.json": key},
+	}
+	if err := c.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
+		return errors.Wrap(err, errGCPKeyStore)
+	}
+	return Apply(ctx, c.Client, GCPProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.GCE.URL))
+}
+
+// GCPProviderConfig returns a (Cluster)ProviderConfig of the gcp backend
+// for the fake at endpoint, with the key Secret in CrossplaneNamespace (a
+// ProviderConfig reads it from its own namespace).
+func GCPProviderConfig(kind, namespace, name, endpoint string) *unstructured.Unstructured {
+	ref := map[string]any{"name": GCPKeySecret, "key": "credentials.json"}
+	if kind == "ClusterProviderConfig" {
+		ref["namespace"] = CrossplaneNamespace
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gcp.m.egressproxy.io/v1alpha1",
+		"kind":       kind,
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"projectID":   GCPProject,
+			"endpoint":    endpoint,
+			"credentials": map[string]any{"source": "Secret", "secretRef": ref},
+		},
+	}}
+	if namespace != "" {
+		u.SetNamespace(namespace)
+	}
+	return u
+}
+
+// firstURL returns the first line of a log that is a URL: the GCE fake
+// prints the one it serves on.
+func firstURL(log string) string {
+	f, err := os.Open(log) //nolint:gosec // A log this package writes.
+	if err != nil {
+		return ""
+	}
+	defer f.Close() //nolint:errcheck // Read only.
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if l := strings.TrimSpace(s.Text()); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+			return l
+		}
+	}
+	return ""
+}

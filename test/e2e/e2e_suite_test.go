@@ -1,0 +1,184 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package e2e runs EgressProxy claims end to end on a real Crossplane: a
+// local control plane (internal/testenv/cluster) with Crossplane core, the
+// composition function, the provider, and the backends' test doubles.
+//
+//	go test ./test/e2e/ -v            # all of it, with phase timings
+//	go test ./test/e2e/ -v -args -ginkgo.focus=kubernetes
+//	E2E_KEEP=1 ...                    # keep the state folder and logs
+//	E2E_PROVIDER_BINARY=PATH ...      # test that provider build, not cmd/provider
+//	E2E_DEBUG=1 ...                   # debug logs of Crossplane, function, provider
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega" //nolint:revive // Gomega's matchers too.
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+// suiteBudget bounds the whole suite, below go test's default 10 min
+// timeout: Ginkgo then stops it and still runs the cleanup that stops every
+// process, where a go test timeout would kill the binary without cleanup.
+const suiteBudget = 9 * time.Minute
+
+// env is what every spec shares: the control plane and what runs on it.
+// Specs run in order in one process, so a package-level value is safe here.
+var env struct {
+	c *cluster.Cluster
+	// skipped are backends not built into the provider: skipped anywhere.
+	skipped map[cluster.Backend]string
+	// missing are backends this machine cannot run: skipped, but a
+	// failure when CI=true.
+	missing map[cluster.Backend]string
+	start   time.Time
+	phases  []phase
+	// failed is set when a spec failed: the logs are kept then.
+	failed bool
+}
+
+// A phase is a timed part of a spec, reported at the end of the suite.
+type phase struct {
+	name string
+	d    time.Duration
+}
+
+func TestE2E(t *testing.T) {
+	if kube.BinDir() == "" {
+		testenv.Missing(t, "the envtest binaries are not built (hack/tools.sh build etcd kube-apiserver kubectl)")
+	}
+	if _, missing := cluster.FindTools(); len(missing) > 0 {
+		testenv.Missing(t, "%s not built (hack/tools.sh build %s)", strings.Join(missing, ", "), strings.Join(missing, " "))
+	}
+	RegisterFailHandler(Fail)
+	sc, rc := GinkgoConfiguration()
+	sc.Timeout = suiteBudget
+	if d, ok := t.Deadline(); ok && time.Until(d)-30*time.Second < sc.Timeout {
+		sc.Timeout = time.Until(d) - 30*time.Second
+	}
+	RunSpecs(t, "EgressProxy end to end", sc, rc)
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	env.start = time.Now()
+	ctrllog.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+	provider := os.Getenv("E2E_PROVIDER_BINARY")
+	backends := chooseBackends(provider != "")
+	dir := ""
+	if os.Getenv("E2E_KEEP") != "" {
+		var err error
+		dir, err = os.MkdirTemp("", "egressproxy-e2e-")
+		Expect(err).NotTo(HaveOccurred())
+	}
+	c, err := cluster.Start(ctx, cluster.Options{
+		Dir:            dir,
+		Backends:       backends,
+		ProviderBinary: provider,
+		Debug:          os.Getenv("E2E_DEBUG") != "",
+		Logf: func(f string, a ...any) {
+			GinkgoWriter.Printf("[cluster %5.1fs] "+f+"\n", append([]any{time.Since(env.start).Seconds()}, a...)...)
+		},
+	})
+	Expect(err).NotTo(HaveOccurred(), "bringing up the local control plane")
+	env.c = c
+	for b, why := range c.Unavailable {
+		env.missing[b] = why
+	}
+	for _, t := range c.Timings {
+		env.phases = append(env.phases, phase{name: "bring-up: " + t.Step, d: t.Duration})
+	}
+	DeferCleanup(func() {
+		if env.failed || os.Getenv("E2E_KEEP") != "" {
+			c.Keep()
+			fmt.Printf("state and the log of every process are kept in %s\n", c.Dir)
+		}
+		t := time.Now()
+		c.Stop()
+		env.phases = append(env.phases, phase{name: "teardown", d: time.Since(t)})
+	})
+	// A cold Go build cache makes building the provider take minutes.
+}, NodeTimeout(8*time.Minute))
+
+// chooseBackends returns the backends to set up, and records why the others
+// are skipped. A provider from E2E_PROVIDER_BINARY may wire any backend:
+// what it does not wire shows at run time.
+func chooseBackends(otherBuild bool) []cluster.Backend {
+	wired, err := cluster.WiredBackends()
+	Expect(err).NotTo(HaveOccurred())
+	env.skipped, env.missing = map[cluster.Backend]string{}, map[cluster.Backend]string{}
+	var out []cluster.Backend
+	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
+		switch {
+		case !wired[b] && !otherBuild:
+			env.skipped[b] = fmt.Sprintf("the %s backend is not wired in cmd/provider/backends.go yet", b)
+		case b == cluster.BackendKVM && os.Geteuid() != 0:
+			env.missing[b] = "a private libvirtd needs root"
+		default:
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	env.failed = env.failed || r.Failed()
+})
+
+var _ = ReportAfterSuite("timings", func(r Report) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nEgressProxy e2e: %s in total\n", r.RunTime.Round(100*time.Millisecond))
+	for _, p := range env.phases {
+		fmt.Fprintf(&b, "  %-60s %8s\n", p.name, p.d.Round(10*time.Millisecond))
+	}
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType == types.NodeTypeIt && s.State != types.SpecStateSkipped {
+			fmt.Fprintf(&b, "  spec %-55s %8s %s\n", trim(s.FullText(), 55), s.RunTime.Round(10*time.Millisecond), s.State)
+		}
+	}
+	_, _ = fmt.Fprint(os.Stdout, b.String())
+})
+
+// timed runs fn as a named phase of the suite's timing report.
+func timed(name string, fn func()) {
+	t := time.Now()
+	defer func() { env.phases = append(env.phases, phase{name: name, d: time.Since(t)}) }()
+	By(name)
+	fn()
+}
+
+// skipUnless skips the specs of a backend that is not set up here, or
+// fails them when CI=true and the machine cannot run the backend.
+func skipUnless(b cluster.Backend) {
+	if why, ok := env.skipped[b]; ok {
+		Skip(why)
+	}
+	if why, ok := env.missing[b]; ok {
+		if testenv.InCI() {
+			Fail(fmt.Sprintf("CI=true but the %s backend cannot run here: %s", b, why))
+		}
+		Skip(why + " (CI=true turns this into a failure)")
+	}
+}
+
+func trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

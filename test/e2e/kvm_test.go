@@ -1,0 +1,113 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best dot-imported.
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+)
+
+var _ = describeBackend(backendCase{
+	backend: cluster.BackendKVM,
+	// A VM on the sandbox's NAT network (libvirtd.DefaultSubnet).
+	egressIP:    MatchRegexp(`^192\.168\.150\.[0-9]+$`),
+	backendGone: kvmGone,
+	cannotBeReady: func() string {
+		if env.c.KVMNetworkBoot {
+			return ""
+		}
+		return "the provider has no --kvm-boot-devices flag: a VM on the sandbox's blank base image gets no DHCP lease, so it is never Ready, unless it boots from the network first"
+	},
+	failure: failureCase{
+		what:    "its base image volume is missing",
+		setup:   applyMissingImageComposition,
+		cleanup: deleteMissingImageComposition,
+		message: ContainSubstring("no-such-image.qcow2"),
+	},
+})
+
+// kvmGone asserts that the private libvirtd has no domain and no volume of
+// the deleted proxy, whose libvirt name is the last part of its instance ID.
+func kvmGone(_ context.Context, g Gomega, mr *unstructured.Unstructured) {
+	id := str(mr, "status", "atProvider", "instanceID")
+	g.Expect(id).NotTo(BeEmpty(), "the deleted managed resource had reported its instance ID")
+	name := id[strings.LastIndex(id, "/")+1:]
+	l := dialLibvirt(g)
+	defer l.Disconnect() //nolint:errcheck // Read only.
+	_, err := l.DomainLookupByName(name)
+	g.Expect(err).To(HaveOccurred(), "domain %s is left", name)
+	pool, err := l.StoragePoolLookupByName(libvirtd.DefaultPool)
+	g.Expect(err).NotTo(HaveOccurred())
+	vols, _, err := l.StoragePoolListAllVolumes(pool, 1, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, v := range vols {
+		g.Expect(v.Name).NotTo(HavePrefix(name), "volume %s is left", v.Name)
+	}
+}
+
+func dialLibvirt(g Gomega) *golibvirt.Libvirt {
+	u, err := url.Parse(env.c.Libvirt.URI)
+	g.Expect(err).NotTo(HaveOccurred())
+	l, err := golibvirt.ConnectToURI(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	return l
+}
+
+// missingImageComposition is the sandbox's kvm Composition with a base
+// image volume that does not exist.
+const missingImageComposition = `
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: xegressproxies-kvm-e2e-missing-image
+  labels:
+    egressproxy.io/e2e: kvm-missing-image
+spec:
+  compositeTypeRef:
+    apiVersion: egressproxy.io/v1alpha1
+    kind: XEgressProxy
+  mode: Pipeline
+  pipeline:
+  - step: compose-proxy
+    functionRef:
+      name: function-egressproxy
+    input:
+      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
+      kind: Input
+      backend: kvm
+      providerConfigRef:
+        kind: ClusterProviderConfig
+        name: default
+      kvm:
+        pool: default
+        baseImageVolume: no-such-image.qcow2
+        network:
+          name: default
+        domainType: qemu
+        sizes:
+          small: {vcpus: 1, memoryMiB: 128}
+`
+
+func applyMissingImageComposition(ctx context.Context) map[string]string {
+	Expect(env.c.ApplyYAML(ctx, "composition", []byte(missingImageComposition))).To(Succeed())
+	return map[string]string{labelE2E: "kvm-missing-image"}
+}
+
+func deleteMissingImageComposition(ctx context.Context) {
+	objs, err := cluster.Decode("composition", []byte(missingImageComposition))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+}
