@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/gcpproxy"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
@@ -22,18 +21,13 @@ import (
 // the provider's own API server config: a ClusterProviderConfig with
 // InjectedIdentity targets that cluster (in a pod, the in-cluster config;
 // outside, what KUBECONFIG says, as make dev runs it).
-// kvmBoot overrides the boot order of KVM proxies when not empty.
-func backends(self *rest.Config, callTimeout time.Duration, kvmBoot []string) controllers.Backends {
-	var kvmOpts []libvirt.Option
-	if len(kvmBoot) > 0 {
-		kvmOpts = append(kvmOpts, libvirt.WithBootDevices(kvmBoot...))
-	}
+func backends(self *rest.Config, callTimeout time.Duration) controllers.Backends {
 	return controllers.Backends{
 		Kubernetes: kubernetesproxy.NewFactory(
 			kubernetesproxy.WithInjectedConfig(self),
 			kubernetesproxy.WithCallTimeout(callTimeout),
 		),
 		GCP: gcpproxy.NewFactory(gcpproxy.WithCallTimeout(callTimeout)),
-		KVM: kvmproxy.NewFactory(kvmOpts...),
+		KVM: kvmproxy.NewFactory(),
 	}
 }
