@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/gcpproxy"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
@@ -21,13 +22,18 @@ import (
 // the provider's own API server config: a ClusterProviderConfig with
 // InjectedIdentity targets that cluster (in a pod, the in-cluster config;
 // outside, what KUBECONFIG says, as make dev runs it).
-func backends(self *rest.Config, callTimeout time.Duration) controllers.Backends {
+// kvmBoot overrides the boot order of KVM proxies when not empty.
+func backends(self *rest.Config, callTimeout time.Duration, kvmBoot []string) controllers.Backends {
+	var kvmOpts []libvirt.Option
+	if len(kvmBoot) > 0 {
+		kvmOpts = append(kvmOpts, libvirt.WithBootDevices(kvmBoot...))
+	}
 	return controllers.Backends{
 		Kubernetes: kubernetesproxy.NewFactory(
 			kubernetesproxy.WithInjectedConfig(self),
 			kubernetesproxy.WithCallTimeout(callTimeout),
 		),
 		GCP: gcpproxy.NewFactory(gcpproxy.WithCallTimeout(callTimeout)),
-		KVM: kvmproxy.NewFactory(),
+		KVM: kvmproxy.NewFactory(kvmOpts...),
 	}
 }

@@ -10,6 +10,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -49,6 +50,7 @@ func main() {
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
+		kvmBootDevices   = app.Flag("kvm-boot-devices", "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
 		instance         = app.Flag("provider-instance", "Name of this provider deployment in the ownership labels, so deployments sharing a backend never touch each other's instances.").Default("default").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
@@ -110,6 +112,17 @@ func main() {
 		// The tracer is the global one: a no-op until an OpenTelemetry SDK
 		// is configured in this process.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
-	}, backends(cfg, *timeout/2)), "Cannot set up the provider's controllers")
+	}, backends(cfg, *timeout/2, splitList(*kvmBootDevices))), "Cannot set up the provider's controllers")
 	kingpin.FatalIfError(mgr.Start(ctrl.SetupSignalHandler()), "Cannot start controller manager")
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -131,6 +131,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.sup = sup
+	if c.tempDir {
+		sup.removeOnAbort(c.Dir)
+	}
 	if err := c.start(ctx); err != nil {
 		// Keep the logs the error points at.
 		c.Keep()

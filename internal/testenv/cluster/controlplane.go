@@ -47,7 +47,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	c.kube = env
 	for _, pid := range children("etcd", "kube-apiserver") {
 		c.sup.adopt(pid)
+		// envtest's folders, which its Stop would remove.
+		c.sup.removeOnAbort(cmdlineFlag(pid, "data-dir"))
+		c.sup.removeOnAbort(cmdlineFlag(pid, "cert-dir"))
 	}
+	c.sup.removeOnAbort(filepath.Dir(env.Kubeconfig))
 	c.Config, c.Client = env.Config, env.Client
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	return errors.Wrap(kube.WriteKubeconfig(env.Config, c.Kubeconfig), errCPStart)

@@ -55,6 +55,7 @@ spec:
   compositeTypeRef:
     apiVersion: egressproxy.io/v1alpha1
     kind: XEgressProxy
+  writeConnectionSecretsToNamespace: crossplane-system
   mode: Pipeline
   pipeline:
   - step: compose-proxy
@@ -103,10 +104,10 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 		}
 	}()
 	d := libvirtd.Start(t)
-	// The sandbox is no child of this process: if it dies, the watchdog
-	// stops the sandbox. Its folder name is checked by the script
-	// ([A-Za-z0-9/._-]+), so it needs no more quoting than this.
-	c.sup.onAbort(fmt.Sprintf("'%s' stop '%s'", filepath.Join(testenv.RepoRoot(), "hack", "libvirt-sandbox.sh"), d.Base))
+	// The sandbox is no child of this process: if this one dies, the
+	// watchdog stops the sandbox.
+	c.sup.onAbort(shellQuote(filepath.Join(testenv.RepoRoot(), "hack", "libvirt-sandbox.sh")) + " stop " + shellQuote(d.Base))
+	c.sup.removeOnAbort(d.Base)
 	c.Libvirt = &Libvirt{Daemon: d, URI: d.URI("qemu"), Prepared: d.Prepare(t, libvirtd.PrepareOptions{})}
 	if err := c.ApplyYAML(ctx, "kvm sandbox composition", []byte(kvmSandboxComposition())); err != nil {
 		return err

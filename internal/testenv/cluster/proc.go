@@ -48,7 +48,7 @@ ${l#sh }" ;;
 done
 [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
 printf '%s\n' "$cmds" | while IFS= read -r c; do
-  [ -n "$c" ] && sh -c "$c" >/dev/null 2>&1
+  [ -n "$c" ] && sh -c "$c" </dev/null >/dev/null 2>&1
 done
 exit 0`
 
@@ -112,6 +112,19 @@ func (s *supervisor) onAbort(cmd string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, _ = fmt.Fprintln(s.wdIn, "sh "+cmd)
+}
+
+// removeOnAbort has the watchdog remove a folder if this process dies
+// without stopping everything in order.
+func (s *supervisor) removeOnAbort(dir string) {
+	if dir != "" {
+		s.onAbort("rm -rf " + shellQuote(dir))
+	}
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // adopt guards a process this package did not start itself (envtest's etcd
