@@ -14,12 +14,12 @@ FUZZTIME  ?= 10s
 TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kwok crossplane crossplane-core
 
 .PHONY: all generate check-generate build vet fmt-check tidy-check deps tools \
-        test unit-test fuzz xpkg reviewable dev run clean help
+        test unit-test e2e fuzz xpkg reviewable dev run clean help
 
 all: build
 
 help: ## Show the targets.
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 generate: ## Regenerate deepcopy, managed methods and CRDs.
 	$(GO) generate -tags generate .
@@ -50,6 +50,9 @@ tools: ## Build the real test components into the tool cache (first run only).
 
 unit-test: ## Run the Go tests, with whatever components are installed.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+e2e: ## Run only the end-to-end suite on a local Crossplane, with phase timings.
+	$(GO) test -v -timeout 15m ./test/e2e/
 
 fuzz: ## Fuzz the squid renderer for a short, bounded time.
 	$(GO) test -run='^$$' -fuzz=FuzzRender -fuzztime=$(FUZZTIME) ./internal/squid/
