@@ -3,17 +3,21 @@
 # private libvirtd with QEMU/TCG). Idempotent: it only calls apt for what is
 # missing, so a warm machine pays nothing.
 #
-#   hack/deps.sh [squid] [cloud-init] [libvirt]   (no argument: all of them)
+#   hack/deps.sh [squid] [cloud-init] [nftables] [libvirt] [guest-image]   (no argument: all of them)
 set -euo pipefail
 
 declare -A groups=(
   [squid]="squid"
   [cloud-init]="cloud-init"
+  [nftables]="nftables"
   [libvirt]="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils dnsmasq-base iptables"
+  # hack/guest-image.sh: bootstrap, file systems and a BIOS boot loader built
+  # into plain files, no mounts or loop devices.
+  [guest-image]="mmdebstrap debian-archive-keyring e2fsprogs dosfstools mtools syslinux syslinux-common fdisk qemu-utils"
 )
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(squid cloud-init libvirt)
+[ ${#want[@]} -eq 0 ] && want=(squid cloud-init nftables libvirt guest-image)
 
 missing=()
 for g in "${want[@]}"; do

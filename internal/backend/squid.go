@@ -18,15 +18,23 @@ const (
 	DefaultConnectPort = 443
 )
 
+// DefaultHTTPPorts are the API default of allowedHTTPPorts.
+func DefaultHTTPPorts() []int32 { return []int32{80, 443} }
+
 // SquidConfig converts what the proxy allows into the squid renderer's
 // input, with the paths squid uses on a VM or in the default image. Every
 // backend renders the same configuration from it.
+//
+// An empty port list takes the API default: the API refuses an empty list
+// (minItems 1), so here it can only mean the field was never defaulted. The
+// renderer itself denies on an empty list.
 func SquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
 	c := squid.Config{
 		Port:                    p.Port,
 		ClientCIDRs:             p.AllowedClientCIDRs,
 		Destinations:            p.AllowedDestinations,
 		ConnectPorts:            p.AllowedConnectPorts,
+		HTTPPorts:               p.AllowedHTTPPorts,
 		DenyPrivateDestinations: p.DenyPrivateDestinations == nil || *p.DenyPrivateDestinations,
 	}
 	if c.Port == 0 {
@@ -34,6 +42,9 @@ func SquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
 	}
 	if len(c.ConnectPorts) == 0 {
 		c.ConnectPorts = []int32{DefaultConnectPort}
+	}
+	if len(c.HTTPPorts) == 0 {
+		c.HTTPPorts = DefaultHTTPPorts()
 	}
 	return c
 }

@@ -38,15 +38,17 @@ const (
 )
 
 const (
-	errEmptyConf      = "squidConf must not be empty"
-	errEmptyHtpasswd  = "htpasswd must not be empty"
-	errFmtPath        = "%s: %q must be an absolute, clean path of letters, digits and . _ - /"
-	errFmtHostname    = "hostname: %q is not an RFC 1123 hostname"
-	errFmtNotUsed     = "squidConf does not use htpasswdPath %q: the proxy would not find its users"
-	errSamePath       = "squidConfPath and htpasswdPath must differ"
-	errMarshal        = "cannot marshal cloud-config"
-	errMarshalNetwork = "cannot marshal network-config"
-	errFmtMAC         = "mac: %q is not an EUI-48 MAC address"
+	errEmptyConf       = "squidConf must not be empty"
+	errEmptyHtpasswd   = "htpasswd must not be empty"
+	errFmtPath         = "%s: %q must be an absolute, clean path of letters, digits and . _ - /"
+	errFmtHostname     = "hostname: %q is not an RFC 1123 hostname"
+	errFmtNotUsed      = "squidConf does not use htpasswdPath %q: the proxy would not find its users"
+	errSamePath        = "squidConfPath and htpasswdPath must differ"
+	errMarshal         = "cannot marshal cloud-config"
+	errMarshalNetwork  = "cannot marshal network-config"
+	errMarshalMetaData = "cannot marshal meta-data"
+	errEmptyInstanceID = "instance-id must not be empty"
+	errFmtMAC          = "mac: %q is not an EUI-48 MAC address"
 
 	maxHostnameLen = 253
 	maxPathLen     = 255
@@ -186,15 +188,21 @@ func isAlnum(c byte) bool {
 
 // MetaData returns NoCloud meta-data. The instance-id must change when the
 // VM should be provisioned afresh, because cloud-init runs its per-instance
-// modules only once per instance-id. An empty hostname is left out.
-func MetaData(instanceID, hostname string) []byte {
+// modules only once per instance-id; an empty one is refused, since it could
+// never change. An empty hostname is left out.
+func MetaData(instanceID, hostname string) ([]byte, error) {
+	if instanceID == "" {
+		return nil, errors.New(errEmptyInstanceID)
+	}
 	m := map[string]string{"instance-id": instanceID}
 	if hostname != "" {
 		m["local-hostname"] = hostname
 	}
-	// A map of strings always marshals.
-	b, _ := yaml.Marshal(m) //nolint:errchkjson // See above.
-	return b
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", errMarshalMetaData, err)
+	}
+	return b, nil
 }
 
 // NetworkConfig returns NoCloud network-config (version 2) that runs DHCPv4

@@ -132,15 +132,27 @@ func TestMetaData(t *testing.T) {
 		reason       string
 		id, hostname string
 		want         map[string]string
+		wantErr      error
 	}{
-		"WithHostname": {"Both keys are set.", "i-123", "egress-1", map[string]string{"instance-id": "i-123", "local-hostname": "egress-1"}},
-		"NoHostname":   {"An empty hostname is left out.", "i-123", "", map[string]string{"instance-id": "i-123"}},
-		"Hostile":      {"Values stay values.", "i\nlocal-hostname: evil", "a: b", map[string]string{"instance-id": "i\nlocal-hostname: evil", "local-hostname": "a: b"}},
+		"WithHostname": {reason: "Both keys are set.", id: "i-123", hostname: "egress-1", want: map[string]string{"instance-id": "i-123", "local-hostname": "egress-1"}},
+		"NoHostname":   {reason: "An empty hostname is left out.", id: "i-123", want: map[string]string{"instance-id": "i-123"}},
+		"Hostile":      {reason: "Values stay values.", id: "i\nlocal-hostname: evil", hostname: "a: b", want: map[string]string{"instance-id": "i\nlocal-hostname: evil", "local-hostname": "a: b"}},
+		"NoInstanceID": {reason: "An empty instance-id is an error, not a document cloud-init fills in.", hostname: "egress-1", wantErr: errors.New(errEmptyInstanceID)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			b, err := MetaData(tc.id, tc.hostname)
+			if diff := cmp.Diff(tc.wantErr, err, equateErrors()); diff != "" {
+				t.Fatalf("\n%s\nMetaData(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if tc.wantErr != nil {
+				if b != nil {
+					t.Errorf("\n%s\nMetaData(...): a document and an error", tc.reason)
+				}
+				return
+			}
 			got := map[string]string{}
-			if err := yaml.UnmarshalStrict(MetaData(tc.id, tc.hostname), &got); err != nil {
+			if err := yaml.UnmarshalStrict(b, &got); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

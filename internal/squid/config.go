@@ -45,6 +45,7 @@ const (
 	MaxClientCIDRs  = 256
 	MaxDestinations = 512
 	MaxConnectPorts = 32
+	MaxHTTPPorts    = 32
 	MaxPathLength   = 255
 )
 
@@ -67,10 +68,14 @@ type Config struct {
 	// ConnectPorts are the only ports CONNECT may tunnel to. Empty denies
 	// CONNECT.
 	ConnectPorts []int32
-	// DenyPrivateDestinations denies loopback, private, link-local (including
-	// 169.254.169.254), CGNAT and other non-public addresses, even when an
-	// allowed name resolves to one, so the proxy cannot reach the network it
-	// runs in (SSRF). It wins over Destinations.
+	// HTTPPorts are the only destination ports plain HTTP requests (every
+	// method but CONNECT) may go to. Empty denies plain HTTP.
+	HTTPPorts []int32
+	// DenyPrivateDestinations denies loopback, private, link-local, CGNAT,
+	// documentation, NAT64 and the other special-purpose ranges of RFC 6890
+	// and its updates, even when an allowed name resolves to one, so the
+	// proxy cannot reach the network it runs in (SSRF). It wins over
+	// Destinations. The cloud metadata servers are denied whatever it says.
 	DenyPrivateDestinations bool
 	// HtpasswdPath is the htpasswd file basic_ncsa_auth reads.
 	HtpasswdPath string
@@ -100,6 +105,7 @@ type spec struct {
 	names        []string
 	nets         []netip.Prefix
 	connectPorts []int32
+	httpPorts    []int32
 	denyPrivate  bool
 	htpasswd     string
 	pidFile      string

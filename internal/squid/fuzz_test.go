@@ -17,7 +17,7 @@ import (
 // fuzzConfig builds a Config from fuzzer primitives. Lists are split on ','
 // (which Render refuses inside a value anyway); ports come three bytes at a
 // time so they also go out of range.
-func fuzzConfig(port int32, listen, clients, dests string, ports []byte, deny bool, paths string) Config {
+func fuzzConfig(port int32, listen, clients, dests string, ports, httpPorts []byte, deny bool, paths string) Config {
 	split := func(s string) []string {
 		if s == "" {
 			return nil
@@ -25,9 +25,14 @@ func fuzzConfig(port int32, listen, clients, dests string, ports []byte, deny bo
 		return strings.Split(s, ",")
 	}
 	c := Config{Port: port, ListenAddress: listen, ClientCIDRs: split(clients), Destinations: split(dests), DenyPrivateDestinations: deny}
-	for i := 0; i+2 < len(ports); i += 3 {
-		c.ConnectPorts = append(c.ConnectPorts, int32(ports[i])<<16|int32(ports[i+1])<<8|int32(ports[i+2]))
+	threeBytes := func(b []byte) []int32 {
+		var out []int32
+		for i := 0; i+2 < len(b); i += 3 {
+			out = append(out, int32(b[i])<<16|int32(b[i+1])<<8|int32(b[i+2]))
+		}
+		return out
 	}
+	c.ConnectPorts, c.HTTPPorts = threeBytes(ports), threeBytes(httpPorts)
 	p := append(split(paths), make([]string, 7)...)
 	c.HtpasswdPath, c.PIDFile, c.CacheLog, c.AccessLog, c.CoredumpDir, c.AuthHelper, c.HostsFile = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
 	return c
@@ -38,17 +43,20 @@ func fuzzConfig(port int32, listen, clients, dests string, ports []byte, deny bo
 // comment, a known constant directive, or a variable directive with exactly
 // its expected fields, each of which parses back as what it claims to be.
 func FuzzRender(f *testing.F) {
-	f.Add(int32(3128), "", "10.0.0.0/8", "api.github.com,.googleapis.com,203.0.113.0/24", []byte{0, 1, 187}, true, "")
-	f.Add(int32(1), "::1", "::1,127.0.0.1", "a.example\nhttp_access allow all", []byte{}, false, "/tmp/a,none,/dev/stderr,/dev/stdout,/tmp,/bin/true,/etc/hosts")
-	f.Add(int32(65535), "127.0.0.1", "10.0.0.1/8", "x.example y", []byte{1, 0, 0}, false, "/a b")
-	f.Add(int32(0), "fe80::1%eth0", "", "*.example.com,.example.com,example.com", []byte{0, 0, 0}, true, "/x\n#")
-	f.Add(int32(8080), "", "0.0.0.0/0,::/0", "${x},\"q\",#c,%20,a\tb", []byte{0, 1, 187, 0, 32, 251}, true, "relative")
+	web := []byte{0, 0, 80, 0, 1, 187}
+	f.Add(int32(3128), "", "10.0.0.0/8", "api.github.com,.googleapis.com,203.0.113.0/24", []byte{0, 1, 187}, web, true, "")
+	f.Add(int32(1), "::1", "::1,127.0.0.1", "a.example\nhttp_access allow all", []byte{}, []byte{}, false, "/tmp/a,none,/dev/stderr,/dev/stdout,/tmp,/bin/true,/etc/hosts")
+	f.Add(int32(65535), "127.0.0.1", "10.0.0.1/8", "x.example y", []byte{1, 0, 0}, []byte{1, 0, 0}, false, "/a b")
+	f.Add(int32(0), "fe80::1%eth0", "", "*.example.com,.example.com,example.com", []byte{0, 0, 0}, []byte{0, 0, 0}, true, "/x\n#")
+	f.Add(int32(8080), "", "0.0.0.0/0,::/0", "${x},\"q\",#c,%20,a\tb", []byte{0, 1, 187, 0, 32, 251}, web, true, "relative")
 	// Valid but for one hostile path, so the path checks are reached.
-	f.Add(int32(3128), "", "10.0.0.0/8", "a.example", []byte{0, 1, 187}, false, "/x\nhttp_access allow all")
-	f.Add(int32(3128), "", "10.0.0.0/8", "a.example", []byte{0, 1, 187}, true, ",,,,,,/etc/hosts #x")
+	f.Add(int32(3128), "", "10.0.0.0/8", "a.example", []byte{0, 1, 187}, web, false, "/x\nhttp_access allow all")
+	f.Add(int32(3128), "", "10.0.0.0/8", "a.example", []byte{0, 1, 187}, web, true, ",,,,,,/etc/hosts #x")
+	// The metadata server allowlisted every way, which must change nothing.
+	f.Add(int32(3128), "", "10.0.0.0/8", "169.254.169.254,fd20:ce::254,metadata.google.internal,.internal", []byte{0, 1, 187}, web, false, "")
 	ck := newChecker(f)
-	f.Fuzz(func(t *testing.T, port int32, listen, clients, dests string, ports []byte, deny bool, paths string) {
-		c := fuzzConfig(port, listen, clients, dests, ports, deny, paths)
+	f.Fuzz(func(t *testing.T, port int32, listen, clients, dests string, ports, httpPorts []byte, deny bool, paths string) {
+		c := fuzzConfig(port, listen, clients, dests, ports, httpPorts, deny, paths)
 		conf, err := Render(c)
 		if err != nil {
 			if conf != nil {
@@ -82,12 +90,12 @@ func newChecker(f *testing.F) checker {
 			"access_log": 3, "auth_param": 5, "acl": 4,
 		},
 		aclTypes: map[string]string{
-			aclClients: "src", aclConnectPorts: "port", aclDstNames: "dstdomain", aclDstNets: "dst",
+			aclClients: "src", aclConnectPorts: "port", aclHTTPPorts: "port", aclDstNames: "dstdomain", aclDstNets: "dst",
 		},
 	}
 	for _, c := range []Config{
 		typical(func(c *Config) { c.DenyPrivateDestinations = true; c.HostsFile = "/etc/hosts" }),
-		typical(func(c *Config) { c.ClientCIDRs, c.ConnectPorts, c.Destinations = nil, nil, nil }),
+		typical(func(c *Config) { c.ClientCIDRs, c.ConnectPorts, c.HTTPPorts, c.Destinations = nil, nil, nil, nil }),
 	} {
 		conf, err := Render(c)
 		if err != nil {
@@ -132,6 +140,7 @@ func (ck checker) check(conf string, c Config) string {
 		}
 	}
 	counts := map[string]int{}
+	access := map[string]bool{}
 	lastAccess := ""
 	for _, l := range strings.Split(strings.TrimSuffix(conf, "\n"), "\n") {
 		fields := strings.Fields(l)
@@ -139,6 +148,10 @@ func (ck checker) check(conf string, c Config) string {
 			counts[key(fields)]++
 			if len(fields) > 0 && fields[0] == "http_access" {
 				lastAccess = l
+				if msg := metadataFirst(access, l); msg != "" {
+					return msg
+				}
+				access[l] = true
 			}
 			continue
 		}
@@ -148,6 +161,21 @@ func (ck checker) check(conf string, c Config) string {
 		return fmt.Sprintf("line %q is no line Render writes", l)
 	}
 	return checkCounts(counts, c, lastAccess)
+}
+
+// metadataFirst refuses an allow rule that comes before both metadata
+// denies: they must hold whatever the input. seen are the http_access lines
+// so far.
+func metadataFirst(seen map[string]bool, line string) string {
+	if !strings.HasPrefix(line, "http_access allow") {
+		return ""
+	}
+	for _, acl := range []string{aclMetadataNames, aclMetadata} {
+		if !seen["http_access deny "+acl] {
+			return "http_access allow before the deny of " + acl
+		}
+	}
+	return ""
 }
 
 func key(fields []string) string {
@@ -228,6 +256,7 @@ func checkCounts(counts map[string]int, c Config, lastAccess string) string {
 	limits := map[string]int{
 		"acl " + aclClients:      len(c.ClientCIDRs),
 		"acl " + aclConnectPorts: len(c.ConnectPorts),
+		"acl " + aclHTTPPorts:    len(c.HTTPPorts),
 		"acl " + aclDstNames:     len(c.Destinations),
 		"acl " + aclDstNets:      len(c.Destinations),
 	}

@@ -18,8 +18,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,20 +105,29 @@ type proxyEnv struct {
 	plainPort, tlsPort   string
 	roots                *x509.CertPool
 	plainURL, connectURL func(host string) string
+	// forwardedFor holds the X-Forwarded-For values of the last request an
+	// origin saw.
+	forwardedFor *atomic.Pointer[[]string]
 }
 
 // startProxyEnv starts the origins and a squid rendered from Config mod
-// applies to; allowed.test, denied.test and private.test resolve to 127.0.0.1.
-func startProxyEnv(t *testing.T, mod func(*Config)) proxyEnv {
+// applies to, with the extra lines appended; allowed.test, denied.test and
+// private.test resolve to 127.0.0.1, and so does every line of hosts.
+func startProxyEnv(t *testing.T, mod func(*Config), hosts []string, extra ...string) proxyEnv {
 	t.Helper()
 	bin := squidBinary(t)
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, originBody) })
+	xff := &atomic.Pointer[[]string]{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Values("X-Forwarded-For")
+		xff.Store(&v)
+		_, _ = io.WriteString(w, originBody)
+	})
 	plain := httptest.NewServer(h)
 	t.Cleanup(plain.Close)
 	secure := httptest.NewTLSServer(h)
 	t.Cleanup(secure.Close)
 
-	e := proxyEnv{dir: newSquidDir(t), plainPort: portOf(t, plain.URL), tlsPort: portOf(t, secure.URL), roots: x509.NewCertPool()}
+	e := proxyEnv{dir: newSquidDir(t), plainPort: portOf(t, plain.URL), tlsPort: portOf(t, secure.URL), roots: x509.NewCertPool(), forwardedFor: xff}
 	e.roots.AddCert(secure.Certificate())
 	e.plainURL = func(host string) string { return "http://" + net.JoinHostPort(host, e.plainPort) + "/" }
 	e.connectURL = func(host string) string { return "https://" + net.JoinHostPort(host, e.tlsPort) + "/" }
@@ -126,8 +137,9 @@ func startProxyEnv(t *testing.T, mod func(*Config)) proxyEnv {
 		t.Fatal(err)
 	}
 	e.htpasswd = e.dir.write(t, "htpasswd", file, 0o640)
-	hosts := e.dir.write(t, "hosts", []byte("127.0.0.1 allowed.test denied.test private.test\n"), 0o644)
+	hostsFile := e.dir.write(t, "hosts", []byte(strings.Join(append([]string{"127.0.0.1 allowed.test denied.test private.test"}, hosts...), "\n")+"\n"), 0o644)
 	tlsPort, _ := strconv.Atoi(e.tlsPort)
+	plainPort, _ := strconv.Atoi(e.plainPort)
 	port := freeLoopbackPort(t)
 	c := Config{
 		ListenAddress: "127.0.0.1",
@@ -136,18 +148,22 @@ func startProxyEnv(t *testing.T, mod func(*Config)) proxyEnv {
 		// Loopback targets need the private-address check off and an
 		// explicit entry; the production default denies them.
 		Destinations: []string{"allowed.test"},
-		ConnectPorts: []int32{int32(tlsPort)}, //nolint:gosec // A TCP port fits.
+		ConnectPorts: []int32{int32(tlsPort)},   //nolint:gosec // A TCP port fits.
+		HTTPPorts:    []int32{int32(plainPort)}, //nolint:gosec // A TCP port fits.
 		HtpasswdPath: e.htpasswd,
 		PIDFile:      e.dir.file("squid.pid"),
 		CacheLog:     e.dir.file("cache.log"),
 		AccessLog:    e.dir.file("access.log"),
 		CoredumpDir:  e.dir.path,
-		HostsFile:    hosts,
+		HostsFile:    hostsFile,
 	}
 	mod(&c)
 	conf, err := Render(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, l := range extra {
+		conf = append(conf, l+"\n"...)
 	}
 	e.proxy = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	startSquid(t, bin, e.dir, conf, e.proxy)
@@ -159,7 +175,7 @@ func (e proxyEnv) client(user, pass string) proxyClient {
 }
 
 func TestSquidLoopback(t *testing.T) {
-	e := startProxyEnv(t, func(*Config) {})
+	e := startProxyEnv(t, func(*Config) {}, nil)
 	authed := e.client(testUser, testPass)
 	otherSource := authed
 	otherSource.localAddr = "127.0.0.2"
@@ -176,6 +192,7 @@ func TestSquidLoopback(t *testing.T) {
 		"ConnectNotAllowed":     {"CONNECT to a name outside the allowlist is forbidden.", authed, e.connectURL("denied.test"), http.StatusForbidden},
 		"IPLiteralNotAllowed":   {"The address an allowed name resolves to is not itself allowed.", authed, e.plainURL("127.0.0.1"), http.StatusForbidden},
 		"ConnectPortNotAllowed": {"CONNECT to a port outside connectPorts is forbidden.", authed, "https://allowed.test:" + e.plainPort + "/", http.StatusForbidden},
+		"PlainPortNotAllowed":   {"Plain HTTP to a port outside httpPorts (here the TLS origin's) is forbidden.", authed, "http://allowed.test:" + e.tlsPort + "/", http.StatusForbidden},
 		"PlainNoCredentials":    {"No credentials are challenged.", e.client("", ""), e.plainURL("allowed.test"), http.StatusProxyAuthRequired},
 		"ConnectNoCredentials":  {"CONNECT without credentials is challenged.", e.client("", ""), e.connectURL("allowed.test"), http.StatusProxyAuthRequired},
 		"WrongPassword":         {"A wrong password is challenged.", e.client(testUser, "wrong"), e.plainURL("allowed.test"), http.StatusProxyAuthRequired},
@@ -190,8 +207,27 @@ func TestSquidLoopback(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ForwardedForIsUnknown", func(t *testing.T) { checkForwardedFor(t, e) })
 	t.Run("AccessLogIsJSON", func(t *testing.T) { checkAccessLog(t, e.dir.file("access.log")) })
 	t.Run("PasswordRotation", func(t *testing.T) { checkRotation(t, e) })
+}
+
+// checkForwardedFor shows the origin gets "X-Forwarded-For: unknown": no
+// client address, and a header the cloud metadata servers refuse requests
+// for.
+func checkForwardedFor(t *testing.T, e proxyEnv) {
+	t.Helper()
+	e.forwardedFor.Store(nil)
+	if got := e.client(testUser, testPass).get(t, e.plainURL("allowed.test")); got != http.StatusOK {
+		t.Fatalf("GET allowed.test: status %d, want %d", got, http.StatusOK)
+	}
+	got := e.forwardedFor.Load()
+	if got == nil {
+		t.Fatal("the origin saw no request")
+	}
+	if want := []string{"unknown"}; !slices.Equal(*got, want) {
+		t.Errorf("X-Forwarded-For at the origin: %q, want %q", *got, want)
+	}
 }
 
 // checkRotation rewrites the htpasswd file under the running squid and shows
@@ -263,7 +299,7 @@ func findAllowed(lines []string) (bool, error) {
 }
 
 func TestSquidLoopbackDenyPrivate(t *testing.T) {
-	e := startProxyEnv(t, func(c *Config) { c.DenyPrivateDestinations = true })
+	e := startProxyEnv(t, func(c *Config) { c.DenyPrivateDestinations = true }, nil)
 	authed := e.client(testUser, testPass)
 	cases := map[string]struct {
 		reason string
@@ -287,7 +323,7 @@ func TestSquidLoopbackDenyPrivate(t *testing.T) {
 // client: squid matches IPv6 prefixes around ::ffff:0:0/96, such as ::/8,
 // against IPv4 addresses too, so Render must rewrite them.
 func TestSquidLoopbackIPv6ClientCIDR(t *testing.T) {
-	e := startProxyEnv(t, func(c *Config) { c.ClientCIDRs = []string{"::/8"} })
+	e := startProxyEnv(t, func(c *Config) { c.ClientCIDRs = []string{"::/8"} }, nil)
 	// Without credentials, a client past the client check is challenged
 	// (407); one refused by it gets 403.
 	if got := e.client("", "").get(t, e.plainURL("allowed.test")); got != http.StatusForbidden {

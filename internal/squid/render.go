@@ -27,26 +27,57 @@ const logFormat = `{"time":"%{%Y-%m-%dT%H:%M:%SZ}tg","duration_ms":%tr,` +
 
 // ACL names. The ep_ prefix keeps them apart from squid's predefined ACLs.
 const (
-	aclClients      = "ep_clients"
-	aclConnect      = "ep_connect"
-	aclHTTP         = "ep_http"
-	aclConnectPorts = "ep_connect_ports"
-	aclAuthed       = "ep_authed"
-	aclPrivate      = "ep_private"
-	aclDstNames     = "ep_dst_names"
-	aclDstNets      = "ep_dst_nets"
+	aclClients       = "ep_clients"
+	aclConnect       = "ep_connect"
+	aclHTTP          = "ep_http"
+	aclConnectPorts  = "ep_connect_ports"
+	aclHTTPPorts     = "ep_http_ports"
+	aclAuthed        = "ep_authed"
+	aclMetadata      = "ep_metadata"
+	aclMetadataNames = "ep_metadata_names"
+	aclPrivate       = "ep_private"
+	aclDstNames      = "ep_dst_names"
+	aclDstNets       = "ep_dst_nets"
 )
 
-// privateRanges are the destinations DenyPrivateDestinations refuses:
-// "this network", RFC 1918, CGNAT, loopback, link-local (which holds the
-// cloud metadata server 169.254.169.254), multicast and reserved, and their
-// IPv6 counterparts. IPv4-mapped IPv6 is left out on purpose: squid stores
-// IPv4 addresses in that form, so ::ffff:0:0/96 would match every IPv4 host.
+// metadataAddrs are the cloud metadata servers, denied whatever the Config
+// says: their credentials (a GCE VM's service account token, say) belong to
+// the platform, never to a proxy user. 169.254.169.254 serves GCE, AWS, Azure
+// and OpenStack; fd20:ce::254 is GCE's IPv6 address and fd00:ec2::254 AWS's;
+// 64:ff9b::a9fe:a9fe is 169.254.169.254 through NAT64.
+func metadataAddrs() []string {
+	return []string{"169.254.169.254/32", "64:ff9b::a9fe:a9fe/128", "fd00:ec2::254/128", "fd20:ce::254/128"}
+}
+
+// metadataNames are the metadata server's names. A leading dot matches the
+// name and its subdomains. The dst ACL catches them too once they resolve,
+// but this one needs no DNS lookup and still holds when the name resolves
+// to something unexpected.
+func metadataNames() []string {
+	return []string{".metadata.google.internal"}
+}
+
+// privateRanges are the destinations DenyPrivateDestinations refuses: the
+// IANA special-purpose ranges (RFC 6890 and its updates) that are not
+// globally reachable, and those that embed an IPv4 address a relay or
+// translator would reach on the proxy's behalf (NAT64, 6to4, Teredo in
+// 2001::/23). IPv4: "this network", RFC 1918, CGNAT, loopback, link-local
+// (the metadata server), IETF protocol assignments, the documentation and
+// benchmarking nets, the 6to4 relay anycast, multicast and reserved. IPv6:
+// ::/96 (unspecified, loopback and IPv4-compatible), NAT64 (64:ff9b::/96
+// and the local-use 64:ff9b:1::/48), discard-only, IETF protocol
+// assignments, documentation, 6to4, SRv6 SIDs, ULA, link-local, the old
+// site-local and multicast. No range overlaps another, which squid would
+// warn about. IPv4-mapped IPv6 (::ffff:0:0/96) is left out on purpose:
+// squid stores IPv4 addresses in that form, so it would match every IPv4
+// host; the IPv4 ranges cover those addresses anyway.
 func privateRanges() []string {
 	return []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
+		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"::/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
+		"2002::/16", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 	}
 }
 
@@ -76,7 +107,10 @@ func writeService(l lines, s spec) {
 	l.d("visible_hostname", "egressproxy")
 	l.comment("Do not tell destinations who the client is or which software proxies it.")
 	l.d("via", "off")
-	l.d("forwarded_for", "delete")
+	l.comment("off sends \"X-Forwarded-For: unknown\" where delete would send nothing: the")
+	l.comment("cloud metadata servers refuse any request that carries the header, their")
+	l.comment("own guard behind the deny rules below.")
+	l.d("forwarded_for", "off")
 	l.d("httpd_suppress_version_string", "on")
 	l.d("pid_filename", s.pidFile)
 	l.d("cache_log", s.cacheLog)
@@ -132,7 +166,16 @@ func writeACLs(l lines, s spec) {
 	for _, p := range s.connectPorts {
 		l.d("acl", aclConnectPorts, "port", strconv.Itoa(int(p)))
 	}
+	for _, p := range s.httpPorts {
+		l.d("acl", aclHTTPPorts, "port", strconv.Itoa(int(p)))
+	}
 	l.d("acl", aclAuthed, "proxy_auth", "REQUIRED")
+	for _, a := range metadataAddrs() {
+		l.d("acl", aclMetadata, "dst", a)
+	}
+	for _, n := range metadataNames() {
+		l.d("acl", aclMetadataNames, "dstdomain", "-n", n)
+	}
 	if s.denyPrivate {
 		for _, r := range privateRanges() {
 			l.d("acl", aclPrivate, "dst", r)
@@ -152,8 +195,9 @@ func writeAccess(l lines, s spec) {
 	l.comment("squid applies the first http_access line that matches, so every deny comes")
 	l.comment("first and the allows last, and the final line denies whatever is left:")
 	l.comment("never an open proxy. Clients outside clientCIDRs are refused before they")
-	l.comment("are asked to authenticate; the destination checks (and the DNS lookups of")
-	l.comment("the private-address check) run only for authenticated users.")
+	l.comment("are asked to authenticate; the port checks come next, and the destination")
+	l.comment("checks (and the DNS lookups of the dst ACLs) run only for authenticated")
+	l.comment("users. Plain HTTP (every method but CONNECT) is held to httpPorts.")
 	if len(s.clients) == 0 {
 		l.d("http_access", "deny", "all")
 	} else {
@@ -166,7 +210,17 @@ func writeAccess(l lines, s spec) {
 	} else {
 		l.d("http_access", "deny", aclConnect, "!"+aclConnectPorts)
 	}
+	if len(s.httpPorts) == 0 {
+		l.d("http_access", "deny", "!"+aclConnect)
+	} else {
+		l.d("http_access", "deny", "!"+aclConnect, "!"+aclHTTPPorts)
+	}
 	l.d("http_access", "deny", "!"+aclAuthed)
+	l.comment("The metadata servers, by name and by (resolved) address, whatever the")
+	l.comment("allowlist and denyPrivateDestinations say. squid checks http_access")
+	l.comment("before it opens any connection, so a denied request sends no packet.")
+	l.d("http_access", "deny", aclMetadataNames)
+	l.d("http_access", "deny", aclMetadata)
 	if s.denyPrivate {
 		l.comment("Checked against the resolved address, so an allowed name that resolves")
 		l.comment("into a private range is still refused.")

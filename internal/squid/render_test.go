@@ -9,6 +9,7 @@ package squid
 import (
 	"bytes"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,7 @@ func typical(mods ...func(*Config)) Config {
 		ClientCIDRs:  []string{"10.0.0.0/8", "192.168.0.0/16"},
 		Destinations: []string{"api.github.com", ".googleapis.com", "203.0.113.0/24", "2001:db8::/32"},
 		ConnectPorts: []int32{443},
+		HTTPPorts:    []int32{80, 443},
 	}
 	for _, m := range mods {
 		m(&c)
@@ -53,12 +55,19 @@ func renderCases() map[string]renderCase {
 			want: []string{
 				"http_port 3128",
 				"via off",
-				"forwarded_for delete",
+				"forwarded_for off",
 				"cache deny all",
 				"auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/egressproxy/htpasswd",
 				"acl ep_clients src 10.0.0.0/8",
 				"acl ep_clients src 192.168.0.0/16",
 				"acl ep_connect_ports port 443",
+				"acl ep_http_ports port 80",
+				"acl ep_http_ports port 443",
+				"acl ep_metadata dst 169.254.169.254/32",
+				"acl ep_metadata dst 64:ff9b::a9fe:a9fe/128",
+				"acl ep_metadata dst fd00:ec2::254/128",
+				"acl ep_metadata dst fd20:ce::254/128",
+				"acl ep_metadata_names dstdomain -n .metadata.google.internal",
 				"acl ep_dst_names dstdomain -n .googleapis.com",
 				"acl ep_dst_names dstdomain -n api.github.com",
 				"acl ep_dst_nets dst 203.0.113.0/24",
@@ -67,12 +76,48 @@ func renderCases() map[string]renderCase {
 				"http_access deny manager",
 				"http_access deny !ep_connect !ep_http",
 				"http_access deny ep_connect !ep_connect_ports",
+				"http_access deny !ep_connect !ep_http_ports",
 				"http_access deny !ep_authed",
+				"http_access deny ep_metadata_names",
+				"http_access deny ep_metadata",
 				"http_access allow ep_dst_names",
 				"http_access allow ep_dst_nets",
 				"http_access deny all",
 			},
-			absent: []string{"http_access deny ep_private", "hosts_file /etc/hosts"},
+			absent: []string{"http_access deny ep_private", "hosts_file /etc/hosts", "forwarded_for delete"},
+		},
+		"MetadataDeniedWhateverTheAllowlist": {
+			reason: "The metadata servers are denied by name and address before any allow, even with the private check off and them allowlisted.",
+			c: typical(func(c *Config) {
+				c.DenyPrivateDestinations = false
+				c.Destinations = []string{"169.254.0.0/16", "fd20:ce::254", "metadata.google.internal", ".internal"}
+			}),
+			want: []string{
+				"acl ep_metadata dst 169.254.169.254/32",
+				"acl ep_metadata dst fd20:ce::254/128",
+				"acl ep_metadata_names dstdomain -n .metadata.google.internal",
+				"acl ep_dst_names dstdomain -n .internal",
+				"acl ep_dst_nets dst 169.254.0.0/16",
+				"acl ep_dst_nets dst fd20:ce::254/128",
+				"http_access deny ep_metadata_names",
+				"http_access deny ep_metadata",
+				"http_access allow ep_dst_names",
+				"http_access allow ep_dst_nets",
+				"http_access deny all",
+			},
+			absent: []string{"http_access deny ep_private"},
+		},
+		"NoHTTPPortsDeniesPlainHTTP": {
+			reason: "No HTTP ports means no plain HTTP at all; CONNECT keeps its own ports.",
+			c:      typical(func(c *Config) { c.HTTPPorts = nil }),
+			want:   []string{"http_access deny ep_connect !ep_connect_ports", "http_access deny !ep_connect", "http_access deny !ep_authed"},
+			absent: []string{"http_access deny !ep_connect !ep_http_ports"},
+		},
+		"HTTPPortsSortedAndDeduplicated": {
+			reason: "HTTP ports are sorted and deduplicated like the CONNECT ports.",
+			c:      typical(func(c *Config) { c.HTTPPorts = []int32{8080, 80, 8080} }),
+			want:   []string{"acl ep_http_ports port 80", "acl ep_http_ports port 8080", "http_access deny !ep_connect !ep_http_ports"},
+			absent: []string{"acl ep_http_ports port 443"},
 		},
 		"SuffixCoversExactNames": {
 			reason: "squid refuses a dstdomain list with both example.com and .example.com, so a suffix swallows what it covers.",
@@ -119,17 +164,21 @@ func renderCases() map[string]renderCase {
 			absent: []string{"acl ep_clients src 0.0.0.0/0", "acl ep_clients src ::/0", "acl ep_clients src ::ffff:0:0/96"},
 		},
 		"DenyPrivateDestinations": {
-			reason: "The private ranges are denied with a dst ACL after authentication and before any allow.",
+			reason: "The private ranges are denied with a dst ACL after authentication and the metadata deny, and before any allow.",
 			c:      typical(func(c *Config) { c.DenyPrivateDestinations = true }),
 			want: []string{
 				"acl ep_private dst 10.0.0.0/8",
 				"acl ep_private dst 100.64.0.0/10",
 				"acl ep_private dst 127.0.0.0/8",
 				"acl ep_private dst 169.254.0.0/16",
-				"acl ep_private dst ::1/128",
+				"acl ep_private dst 198.51.100.0/24",
+				"acl ep_private dst ::/96",
+				"acl ep_private dst 64:ff9b::/96",
+				"acl ep_private dst 2002::/16",
 				"acl ep_private dst fc00::/7",
 				"acl ep_private dst fe80::/10",
 				"http_access deny !ep_authed",
+				"http_access deny ep_metadata",
 				"http_access deny ep_private",
 				"http_access allow ep_dst_names",
 			},
@@ -264,5 +313,66 @@ func TestRenderDeterministic(t *testing.T) {
 	ra2, _ := Render(a)
 	if !bytes.Equal(ra, ra2) {
 		t.Error("Render(...): two renders of the same Config differ")
+	}
+}
+
+// TestPrivateRanges checks the ranges DenyPrivateDestinations refuses against
+// addresses from the IANA special-purpose registries (RFC 6890 and updates)
+// and public ones: squid must see canonical, non-overlapping prefixes, cover
+// every special address, and leave public addresses and squid's own form of
+// IPv4 (::ffff:0:0/96) alone.
+func TestPrivateRanges(t *testing.T) {
+	var ranges []netip.Prefix
+	for _, r := range privateRanges() {
+		p, err := netip.ParsePrefix(r)
+		if err != nil || p.Masked().String() != r {
+			t.Fatalf("privateRanges: %q is not a canonical CIDR", r)
+		}
+		for _, q := range ranges {
+			if q.Overlaps(p) {
+				t.Errorf("privateRanges: %s overlaps %s, which squid warns about", p, q)
+			}
+		}
+		ranges = append(ranges, p)
+	}
+	covered := func(a netip.Addr) bool {
+		return slices.ContainsFunc(ranges, func(p netip.Prefix) bool { return p.Contains(a) })
+	}
+	cases := map[string]struct {
+		reason string
+		addrs  []string
+		want   bool
+	}{
+		"SpecialIPv4": {
+			reason: "Every IPv4 special-purpose range that is not globally reachable is denied.",
+			addrs: []string{
+				"0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "169.254.169.254", "172.31.255.255",
+				"192.0.0.8", "192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.19.255.255",
+				"198.51.100.1", "203.0.113.1", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+			},
+			want: true,
+		},
+		"SpecialIPv6": {
+			reason: "IPv6 loopback, unspecified, IPv4-compatible, NAT64, 6to4, Teredo, documentation, ULA, link-local, site-local and multicast are denied.",
+			addrs: []string{
+				"::", "::1", "::a9fe:a9fe", "64:ff9b::a9fe:a9fe", "64:ff9b:1::1", "100::1", "2001::1",
+				"2001:db8::1", "2002:a9fe:a9fe::1", "3fff::1", "5f00::1", "fd20:ce::254", "fe80::1", "fec0::1", "ff02::1",
+			},
+			want: true,
+		},
+		"Public": {
+			reason: "Public addresses, and IPv4 in squid's mapped form, are not denied by this list.",
+			addrs:  []string{"8.8.8.8", "1.1.1.1", "192.0.1.1", "198.20.0.1", "2001:4860:4860::8888", "2a00:1450::1", "::ffff:8.8.8.8"},
+			want:   false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, a := range tc.addrs {
+				if got := covered(netip.MustParseAddr(a)); got != tc.want {
+					t.Errorf("\n%s\n%s denied: %t, want %t", tc.reason, a, got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -63,7 +63,10 @@ func validate(c Config) (spec, error) {
 	if s.names, s.nets, err = parseDestinations(c.Destinations); err != nil {
 		return spec{}, err
 	}
-	if s.connectPorts, err = parsePorts("connectPorts", c.ConnectPorts); err != nil {
+	if s.connectPorts, err = parsePorts("connectPorts", c.ConnectPorts, MaxConnectPorts); err != nil {
+		return spec{}, err
+	}
+	if s.httpPorts, err = parsePorts("httpPorts", c.HTTPPorts, MaxHTTPPorts); err != nil {
 		return spec{}, err
 	}
 	paths := []struct {
@@ -103,9 +106,9 @@ func valueError(field, v, reason string) error {
 
 func index(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 
-func parsePorts(field string, ports []int32) ([]int32, error) {
-	if len(ports) > MaxConnectPorts {
-		return nil, fmt.Errorf(errFmtTooMany, field, len(ports), MaxConnectPorts)
+func parsePorts(field string, ports []int32, limit int) ([]int32, error) {
+	if len(ports) > limit {
+		return nil, fmt.Errorf(errFmtTooMany, field, len(ports), limit)
 	}
 	out := make([]int32, 0, len(ports))
 	for i, p := range ports {

@@ -42,14 +42,32 @@ type ProxyParameters struct {
 	AllowedDestinations []string `json:"allowedDestinations,omitempty"`
 
 	// AllowedConnectPorts are the only destination ports CONNECT (HTTPS
-	// tunnelling) may reach.
+	// tunnelling) may reach. Leave it out for the default [443]. An empty
+	// list is refused rather than read as "no CONNECT": the provider writes
+	// an empty list back as absent (omitempty), and the default would then
+	// silently turn it into [443].
 	// +optional
 	// +kubebuilder:default={443}
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=set
 	// +kubebuilder:validation:items:Minimum=1
 	// +kubebuilder:validation:items:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="allowedConnectPorts must name at least one port; leave it out for the default [443]"
 	AllowedConnectPorts []int32 `json:"allowedConnectPorts,omitempty"`
+
+	// AllowedHTTPPorts are the only destination ports plain HTTP requests
+	// (every method but CONNECT) may reach. Leave it out for the default
+	// [80, 443]; an empty list is refused, as for AllowedConnectPorts.
+	// +optional
+	// +kubebuilder:default={80,443}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="allowedHTTPPorts must name at least one port; leave it out for the default [80, 443]"
+	AllowedHTTPPorts []int32 `json:"allowedHTTPPorts,omitempty"`
 
 	// CredentialsSecretRef names a Secret in the resource's namespace with
 	// the keys username and password the proxy accepts. When it is absent
@@ -57,10 +75,13 @@ type ProxyParameters struct {
 	// +optional
 	CredentialsSecretRef *LocalSecretReference `json:"credentialsSecretRef,omitempty"`
 
-	// DenyPrivateDestinations denies loopback, private (RFC 1918), CGNAT,
-	// link-local and cloud metadata (169.254.169.254) destinations even
-	// when an allowed name resolves to one of them, so the proxy cannot be
-	// used to reach the network it runs in.
+	// DenyPrivateDestinations denies destinations in the loopback, private
+	// (RFC 1918), CGNAT, link-local, documentation, NAT64, 6to4 and the
+	// other special-purpose ranges of RFC 6890, even when an allowed name
+	// resolves to one of them, so the proxy cannot be used to reach the
+	// network it runs in. The cloud metadata servers (169.254.169.254,
+	// fd20:ce::254, fd00:ec2::254, metadata.google.internal) are denied
+	// whatever this says.
 	// +optional
 	// +kubebuilder:default=true
 	DenyPrivateDestinations *bool `json:"denyPrivateDestinations,omitempty"`

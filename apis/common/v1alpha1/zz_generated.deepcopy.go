@@ -84,6 +84,11 @@ func (in *ProxyParameters) DeepCopyInto(out *ProxyParameters) {
 		*out = make([]int32, len(*in))
 		copy(*out, *in)
 	}
+	if in.AllowedHTTPPorts != nil {
+		in, out := &in.AllowedHTTPPorts, &out.AllowedHTTPPorts
+		*out = make([]int32, len(*in))
+		copy(*out, *in)
+	}
 	if in.CredentialsSecretRef != nil {
 		in, out := &in.CredentialsSecretRef, &out.CredentialsSecretRef
 		*out = new(LocalSecretReference)

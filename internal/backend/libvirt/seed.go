@@ -34,6 +34,7 @@ const (
 	errHtpasswd       = "cannot hash the proxy credentials"
 	errUserData       = "cannot build the cloud-init user-data"
 	errNetworkConfig  = "cannot build the cloud-init network-config"
+	errMetaData       = "cannot build the cloud-init meta-data"
 	errNoUserDataRead = "userDataSecretRef is set but this provider cannot read Secrets for the kvm backend"
 	errReadUserData   = "cannot read the userDataSecretRef Secret"
 	errISO            = "cannot build the seed ISO"
@@ -90,7 +91,11 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errNetworkConfig))
 	}
-	s := seed{MetaData: cloudinit.MetaData(d.Name, d.Name), NetworkConfig: nc}
+	md, err := cloudinit.MetaData(d.Name, d.Name)
+	if err != nil {
+		return seed{}, backend.Permanent(errors.Wrap(err, errMetaData))
+	}
+	s := seed{MetaData: md, NetworkConfig: nc}
 	ud, err := b.userConfig(ctx, d)
 	if err != nil {
 		return seed{}, err
