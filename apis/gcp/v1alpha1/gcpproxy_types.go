@@ -20,7 +20,9 @@ import (
 type GCPAddress struct {
 	// Name of an existing regional static address to use. When absent the
 	// provider reserves one named after the instance, so the egress IP
-	// survives replacement of the VM.
+	// survives replacement of the VM. An address that carries another
+	// proxy's ownership labels is refused; a named address is never
+	// deleted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`
@@ -89,7 +91,9 @@ type GCPProxyParameters struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('egressproxy-'))",message="labels keys starting with egressproxy- are reserved for ownership labels"
 	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// ServiceAccountEmail the VM runs as. None when absent.
+	// ServiceAccountEmail the VM runs as. None when absent. It must be
+	// listed in the provider config's spec.allowedServiceAccounts; the VM
+	// gets the logging.write and monitoring.write scopes only.
 	// +optional
 	// +kubebuilder:validation:MaxLength=254
 	// +kubebuilder:validation:Pattern=`^[a-z0-9._%+-]+@[a-z0-9.-]+$`

@@ -70,6 +70,18 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s"']+$`
 	Endpoint *string `json:"endpoint,omitempty"`
+
+	// AllowedServiceAccounts are the service accounts a GCPProxy using this
+	// config may attach to its VM (spec.forProvider.serviceAccountEmail).
+	// Empty means none: VMs run without a service account. Anyone who can
+	// write a GCPProxy can reach the tokens of the account its VM runs as,
+	// so list only accounts every such user may act as.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="self.all(e, e.matches('^[a-z0-9._%+-]+@[a-z0-9.-]+$'))",message="spec.allowedServiceAccounts must hold service account e-mails such as proxy@my-project.iam.gserviceaccount.com"
+	AllowedServiceAccounts []string `json:"allowedServiceAccounts,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -35,9 +35,14 @@ const (
 const IDScheme = "gce"
 
 const (
-	errFmtProjectID = "project ID %q is not a Google Cloud project ID"
-	errHealth       = "cannot list firewall rules to check the credentials and project"
+	errFmtProjectID    = "project ID %q is not a Google Cloud project ID"
+	errHealth          = "cannot list firewall rules to check the credentials and project"
+	errFmtSANotAllowed = "spec.forProvider.serviceAccountEmail %s is not in spec.allowedServiceAccounts of %s: a proxy may run only as a service account its provider config allows, since whoever controls the proxy can obtain that account's tokens"
 )
+
+// defaultConfigName names the provider config in errors when the backend
+// was not told its name.
+const defaultConfigName = "the provider config"
 
 // Desired is what the backend is asked to run.
 type Desired = backend.Desired[v1alpha1.GCPProxyParameters]
@@ -54,6 +59,10 @@ type Backend struct {
 	timeout time.Duration
 	retry   time.Duration
 	now     func() time.Time
+	// allowedSAs are the service accounts a proxy may attach, as the
+	// provider config named config lists them.
+	allowedSAs map[string]bool
+	config     string
 }
 
 // An Option configures a Backend.
@@ -78,6 +87,19 @@ func WithRetryInterval(d time.Duration) Option {
 	}
 }
 
+// WithAllowedServiceAccounts sets the service accounts a proxy may attach
+// to its VM, and the provider config that lists them (named in errors).
+// Without it no service account may be attached.
+func WithAllowedServiceAccounts(config string, emails ...string) Option {
+	return func(b *Backend) {
+		b.config = config
+		b.allowedSAs = make(map[string]bool, len(emails))
+		for _, e := range emails {
+			b.allowedSAs[e] = true
+		}
+	}
+}
+
 // WithClock sets the clock that picks retry windows, for tests.
 func WithClock(now func() time.Time) Option { return func(b *Backend) { b.now = now } }
 
@@ -95,7 +117,7 @@ func New(ctx context.Context, project string, clientOpts []option.ClientOption, 
 }
 
 func newBackend(project string, svc *services, o ...Option) *Backend {
-	b := &Backend{project: project, svc: svc, life: &lifecycle{close: svc.close}, timeout: DefaultCallTimeout, retry: DefaultRetryInterval, now: time.Now}
+	b := &Backend{project: project, svc: svc, life: &lifecycle{close: svc.close}, timeout: DefaultCallTimeout, retry: DefaultRetryInterval, now: time.Now, config: defaultConfigName}
 	for _, fn := range o {
 		fn(b)
 	}
@@ -121,6 +143,17 @@ func (b *Backend) CheckHealth(ctx context.Context) error {
 		return errors.Wrap(classify(err), errHealth)
 	}
 	return nil
+}
+
+// checkServiceAccount returns a Permanent error when s asks for a service
+// account the provider config does not allow. A tenant who names a service
+// account in a GCPProxy would otherwise borrow any account the provider may
+// act as.
+func (b *Backend) checkServiceAccount(s spec) error {
+	if s.sa == "" || b.allowedSAs[s.sa] {
+		return nil
+	}
+	return backend.Permanent(errors.Errorf(errFmtSANotAllowed, s.sa, b.config))
 }
 
 // call bounds one remote call.

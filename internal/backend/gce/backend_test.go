@@ -13,6 +13,7 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
@@ -261,11 +262,40 @@ func TestCrashAfterInsert(t *testing.T) {
 
 func TestForeignParts(t *testing.T) {
 	other := ownership("11111111-2222-3333-4444-555555555555")
+	otherInstance := ownership(testUID)
+	otherInstance.ProviderInstance = "staging"
+	userAddress := func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-b-ip")} }
+	const foreignUserAddress = "spec.forProvider.address.name: address team-b-ip carries the ownership labels of another resource or provider instance"
 	cases := map[string]struct {
 		reason string
 		setup  func(*testing.T, *env)
+		mod    func(*Desired)
 		msg    string
 	}{
+		"UserAddressOfAnother": {
+			reason: "A user-named address that another proxy reserved (retained, or between two of its VMs) is that team's egress IP: Permanent, and not attached.",
+			setup: func(t *testing.T, e *env) {
+				reserve(t, e.fake, "team-b-ip", ownershipLabels(other))
+			},
+			mod: userAddress,
+			msg: foreignUserAddress,
+		},
+		"UserAddressOfAnotherProviderInstance": {
+			reason: "A user-named address of another provider instance sharing the project is not ours either.",
+			setup: func(t *testing.T, e *env) {
+				reserve(t, e.fake, "team-b-ip", ownershipLabels(otherInstance))
+			},
+			mod: userAddress,
+			msg: foreignUserAddress,
+		},
+		"UserAddressWithSomeOwnershipLabels": {
+			reason: "Any ownership label marks an address the provider made: without our full ownership it is refused.",
+			setup: func(t *testing.T, e *env) {
+				reserve(t, e.fake, "team-b-ip", map[string]string{backend.CloudLabelKeys.ManagedBy: backend.ManagedByValue})
+			},
+			mod: userAddress,
+			msg: foreignUserAddress,
+		},
 		"AddressOfAnother": {
 			reason: "An address of our name reserved for another resource is Permanent, and not used.",
 			setup: func(t *testing.T, e *env) {
@@ -303,9 +333,16 @@ func TestForeignParts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			tc.setup(t, e)
-			err := e.b.Create(ctx(t), desired())
+			d := desired()
+			if tc.mod != nil {
+				tc.mod(&d)
+			}
+			err := e.b.Create(ctx(t), d)
 			if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("%s\nCreate = %v (class %s), want a Permanent error containing %q", tc.reason, err, backend.ClassOf(err), tc.msg)
+			}
+			if n := len(e.fake.Instances()); n != 0 {
+				t.Errorf("%s\n%d instances were created, want none", tc.reason, n)
 			}
 		})
 	}

@@ -34,13 +34,22 @@ const (
 	// MetadataHtpasswd is the htpasswd file (a bcrypt hash, never a
 	// password), read back to tell whether the credentials changed.
 	MetadataHtpasswd = "egressproxy-htpasswd"
+	// MetadataGuestVersion is the version of what the startup-script and
+	// user-data set up besides squid's configuration; see guestVersion.
+	MetadataGuestVersion = "egressproxy-guest-version"
 )
 
+// guestVersion changes whenever the guest set-up changes in a way that
+// running VMs must get (version 2: the metadata guard), so Observe reports
+// older VMs as drift and they are replaced. A VM reads its startup-script at
+// every boot, but cloud-init's user-data only once, and Compute Engine
+// cannot change metadata of a running VM in place.
+const guestVersion = "2"
+
 const (
-	scopeCloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
-	natName            = "External NAT"
-	natType            = "ONE_TO_ONE_NAT"
-	diskSizeGB         = 10
+	natName    = "External NAT"
+	natType    = "ONE_TO_ONE_NAT"
+	diskSizeGB = 10
 )
 
 const (
@@ -49,6 +58,17 @@ const (
 	errUserData   = "cannot build the cloud-init user-data"
 	errNoIPv4CIDR = "allowedClientCIDRs holds no IPv4 range: a GCE proxy is reachable over IPv4 only, and a firewall rule without source ranges would admit everyone"
 )
+
+// proxyScopes are the only OAuth scopes the VM's service account
+// gets: enough for the Ops Agent to ship logs and metrics. Never
+// cloud-platform: a proxy VM has no other use for a token, and a narrow one
+// is worth less to whoever obtains it.
+func proxyScopes() []string {
+	return []string{
+		"https://www.googleapis.com/auth/logging.write",
+		"https://www.googleapis.com/auth/monitoring.write",
+	}
+}
 
 // proxyConfig is the rendered configuration an instance runs.
 type proxyConfig struct {
@@ -82,10 +102,10 @@ func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errUserData))
 	}
-	script := startupScript([]vmFile{
+	script := startupScript(append([]vmFile{
 		{Path: cloudinit.DefaultSquidConfPath, Owner: "root:root", Mode: "0644", Content: pc.conf},
 		{Path: cloudinit.DefaultHtpasswdPath, Owner: "root:proxy", Mode: "0640", Content: pc.htpasswd},
-	})
+	}, metadataGuardFiles()...))
 	item := func(k, v string) *computepb.Items {
 		return &computepb.Items{Key: proto.String(k), Value: proto.String(v)}
 	}
@@ -94,6 +114,7 @@ func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 		item(MetadataStartupScript, script),
 		item(MetadataConfigChecksum, pc.checksum),
 		item(MetadataHtpasswd, string(pc.htpasswd)),
+		item(MetadataGuestVersion, guestVersion),
 	}}, nil
 }
 
@@ -125,7 +146,7 @@ func buildInstance(project string, s spec, o backend.Ownership, natIP string, md
 		Metadata:          md,
 	}
 	if s.sa != "" {
-		inst.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String(s.sa), Scopes: []string{scopeCloudPlatform}}}
+		inst.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String(s.sa), Scopes: proxyScopes()}}
 	}
 	return inst
 }
@@ -137,7 +158,7 @@ func instanceDigest(inst *computepb.Instance) string {
 	c := proto.CloneOf(inst)
 	items := c.GetMetadata().GetItems()[:0]
 	for _, it := range c.GetMetadata().GetItems() {
-		if it.GetKey() == MetadataConfigChecksum {
+		if k := it.GetKey(); k == MetadataConfigChecksum || k == MetadataGuestVersion {
 			items = append(items, it)
 		}
 	}

@@ -107,8 +107,11 @@ func TestBuildInstance(t *testing.T) {
 			"team": "a", "egressproxy-managed-by": "provider-egressproxy", "egressproxy-owner-uid": testUID,
 			"egressproxy-provider-instance": "default", "egressproxy-owner-namespace": "team-a", "egressproxy-owner-name": "web",
 		},
-		Metadata:        md,
-		ServiceAccounts: []*computepb.ServiceAccount{{Email: proto.String("sa@p.iam.gserviceaccount.com"), Scopes: []string{scopeCloudPlatform}}},
+		Metadata: md,
+		ServiceAccounts: []*computepb.ServiceAccount{{Email: proto.String("sa@p.iam.gserviceaccount.com"), Scopes: []string{
+			// Never cloud-platform: whoever controls the proxy could use the token.
+			"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write",
+		}}},
 	}
 	got := buildInstance(testProject, s, ownership(testUID), "203.0.113.9", md)
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {

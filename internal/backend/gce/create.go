@@ -32,6 +32,7 @@ const (
 	errFmtNotOurs        = "%s already exists but its ownership labels do not name this resource and provider instance: refusing to use it"
 	errFmtFirewallNotOur = "firewall rule %s already exists but its description does not name this resource and provider instance: refusing to use it"
 	errFmtNoUserAddress  = "address %s does not exist in region %s: spec.forProvider.address.name must name a reserved external address of the zone's region"
+	errFmtForeignAddress = "spec.forProvider.address.name: address %s carries the ownership labels of another resource or provider instance: refusing to use it"
 	errFmtAddressUsed    = "address %s (%s) is used by %s"
 	errFmtInsert         = "cannot insert %s"
 	errFmtPatch          = "cannot patch %s"
@@ -51,6 +52,9 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	defer b.life.release()
 	s, err := resolve(d)
 	if err != nil {
+		return err
+	}
+	if err := b.checkServiceAccount(s); err != nil {
 		return err
 	}
 	ip, err := b.ensureAddress(ctx, s, d)
@@ -79,7 +83,9 @@ func (b *Backend) ensureAddress(ctx context.Context, s spec, d Desired) (string,
 		return "", backend.Permanent(errors.Errorf(errFmtNoUserAddress, s.addressName, s.region))
 	case a == nil:
 		return b.reserveAddress(ctx, s, d)
-	case !s.userAddress && !ownedBy(a.GetLabels(), d.Ownership):
+	case s.userAddress && !addressUsable(s, a, d.Ownership):
+		return "", backend.Permanent(errors.Errorf(errFmtForeignAddress, s.addressName))
+	case !addressUsable(s, a, d.Ownership):
 		return "", backend.Permanent(errors.Errorf(errFmtNotOurs, what))
 	case a.GetStatus() == addressReserving:
 		if a, err = b.waitReserved(ctx, s); err != nil || a == nil {
@@ -136,6 +142,21 @@ func (b *Backend) waitReserved(ctx context.Context, s spec) (*computepb.Address,
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// addressUsable reports whether the proxy may use address a. One the
+// provider reserved must carry the proxy's own ownership labels. A
+// user-named one (spec.forProvider.address.name) may also carry no
+// ownership label at all: one the platform team reserved. One that carries
+// another owner's labels, or another provider instance's, is another
+// proxy's egress IP (perhaps retained, or between two VMs while its VM is
+// replaced): taking it would let one team send traffic from another team's
+// allow-listed address.
+func addressUsable(s spec, a *computepb.Address, o backend.Ownership) bool {
+	if ownedBy(a.GetLabels(), o) {
+		return true
+	}
+	return s.userAddress && !hasOwnershipLabels(a.GetLabels())
 }
 
 // usableAddress returns the IP of a, or "" while it is being reserved. An

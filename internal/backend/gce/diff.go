@@ -29,22 +29,31 @@ type wantInstance struct {
 	Labels         map[string]string
 	Tags           []string
 	ServiceAccount string
+	// Scopes of the service account; none without one.
+	Scopes []string
 	// NatIP is the static address; empty when it is missing, which the
 	// address check reports.
 	NatIP          string
 	ConfigChecksum string
+	GuestVersion   string
 	Credentials    backend.Credentials
 }
 
 // wanted returns what an instance of s should look like.
 func wanted(s spec, d Desired, checksum, natIP string) wantInstance {
+	var scopes []string
+	if s.sa != "" {
+		scopes = proxyScopes()
+	}
 	return wantInstance{
+		Scopes:         scopes,
 		MachineType:    s.machineType,
 		Labels:         instanceLabels(s.labels, d.Ownership),
 		Tags:           s.tags,
 		ServiceAccount: s.sa,
 		NatIP:          natIP,
 		ConfigChecksum: checksum,
+		GuestVersion:   guestVersion,
 		Credentials:    d.Credentials,
 	}
 }
@@ -64,11 +73,17 @@ func instanceDiff(w wantInstance, got *computepb.Instance) []string {
 	if g := serviceAccount(got); g != w.ServiceAccount {
 		d = append(d, fmt.Sprintf("service account is %q, want %q", g, w.ServiceAccount))
 	}
+	if g := scopesOf(got); !slices.Equal(g, sortedSet(w.Scopes)) {
+		d = append(d, fmt.Sprintf("service account scopes are %v, want %v", g, sortedSet(w.Scopes)))
+	}
 	if g := natIP(got); w.NatIP != "" && g != w.NatIP {
 		d = append(d, fmt.Sprintf("external IP is %q, want the static address %s", g, w.NatIP))
 	}
 	if g := metadataValue(got, MetadataConfigChecksum); g != w.ConfigChecksum {
 		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataConfigChecksum, g, w.ConfigChecksum))
+	}
+	if g := metadataValue(got, MetadataGuestVersion); g != w.GuestVersion {
+		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataGuestVersion, g, w.GuestVersion))
 	}
 	if w.Credentials.Username != "" && !squid.HtpasswdMatches([]byte(metadataValue(got, MetadataHtpasswd)), w.Credentials.Username, w.Credentials.Password) {
 		d = append(d, fmt.Sprintf("metadata %s does not accept the current credentials", MetadataHtpasswd))
@@ -196,4 +211,13 @@ func serviceAccount(inst *computepb.Instance) string {
 		return sa.GetEmail()
 	}
 	return ""
+}
+
+// scopesOf returns the scopes of inst's service account, sorted.
+func scopesOf(inst *computepb.Instance) []string {
+	var out []string
+	for _, sa := range inst.GetServiceAccounts() {
+		out = append(out, sa.GetScopes()...)
+	}
+	return sortedSet(out)
 }

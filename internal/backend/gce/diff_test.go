@@ -24,7 +24,7 @@ func TestInstanceDiff(t *testing.T) {
 	}
 	want := wantInstance{
 		MachineType: "e2-small", Labels: map[string]string{"team": "a"}, Tags: []string{"egp-x"},
-		NatIP: "203.0.113.9", ConfigChecksum: "sum", Credentials: backend.Credentials{Username: "team-a", Password: "s3cret"},
+		NatIP: "203.0.113.9", ConfigChecksum: "sum", GuestVersion: "2", Credentials: backend.Credentials{Username: "team-a", Password: "s3cret"},
 	}
 	instance := func(mods ...func(*computepb.Instance)) *computepb.Instance {
 		i := &computepb.Instance{
@@ -39,6 +39,7 @@ func TestInstanceDiff(t *testing.T) {
 				{Key: proto.String(MetadataStartupScript), Value: proto.String("#!/bin/bash")},
 				{Key: proto.String(MetadataConfigChecksum), Value: proto.String("sum")},
 				{Key: proto.String(MetadataHtpasswd), Value: proto.String(string(htpasswd))},
+				{Key: proto.String(MetadataGuestVersion), Value: proto.String("2")},
 			}},
 		}
 		for _, m := range mods {
@@ -61,6 +62,42 @@ func TestInstanceDiff(t *testing.T) {
 			want:   func() wantInstance { w := want; w.NatIP = ""; return w }(),
 			got:    instance(),
 		},
+		"OldGuest": {
+			reason: "A VM made before the metadata guard existed is replaced, so it gets the guard.",
+			want:   want,
+			got: instance(func(i *computepb.Instance) {
+				i.Metadata.Items = i.Metadata.Items[:4]
+			}),
+			diff: []string{`metadata egressproxy-guest-version is "", want "2"`},
+		},
+		"BroadScopes": {
+			reason: "An instance made with the cloud-platform scope (before scopes were narrowed) is replaced by one with the narrow scopes.",
+			want: func() wantInstance {
+				w := want
+				w.ServiceAccount, w.Scopes = "sa@p", proxyScopes()
+				return w
+			}(),
+			got: instance(func(i *computepb.Instance) {
+				i.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String("sa@p"), Scopes: []string{"https://www.googleapis.com/auth/cloud-platform"}}}
+			}),
+			diff: []string{
+				"service account scopes are [https://www.googleapis.com/auth/cloud-platform], " +
+					"want [https://www.googleapis.com/auth/logging.write https://www.googleapis.com/auth/monitoring.write]",
+			},
+		},
+		"NarrowScopes": {
+			reason: "The narrow scopes, in any order, are no drift.",
+			want: func() wantInstance {
+				w := want
+				w.ServiceAccount, w.Scopes = "sa@p", proxyScopes()
+				return w
+			}(),
+			got: instance(func(i *computepb.Instance) {
+				i.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String("sa@p"), Scopes: []string{
+					"https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/logging.write",
+				}}}
+			}),
+		},
 		"Everything": {
 			reason: "Each difference is named.",
 			want:   want,
@@ -68,7 +105,7 @@ func TestInstanceDiff(t *testing.T) {
 				i.MachineType = proto.String("zones/z/machineTypes/e2-medium")
 				i.Labels = map[string]string{"team": "b", "extra": "x"}
 				i.Tags.Items = []string{"egp-x", "open"}
-				i.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String("sa@p")}}
+				i.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String("sa@p"), Scopes: []string{"s"}}}
 				i.NetworkInterfaces[0].AccessConfigs[0].NatIP = proto.String("198.51.100.1")
 				i.Metadata.Items = i.Metadata.Items[2:3]
 				i.Metadata.Items[0].Value = proto.String("old")
@@ -79,8 +116,10 @@ func TestInstanceDiff(t *testing.T) {
 				"label extra is not wanted",
 				"network tags are [egp-x open], want [egp-x]",
 				`service account is "sa@p", want ""`,
+				"service account scopes are [s], want []",
 				`external IP is "198.51.100.1", want the static address 203.0.113.9`,
 				`metadata egressproxy-config-checksum is "old", want "sum"`,
+				`metadata egressproxy-guest-version is "", want "2"`,
 				"metadata egressproxy-htpasswd does not accept the current credentials",
 				"metadata user-data is missing",
 				"metadata startup-script is missing",

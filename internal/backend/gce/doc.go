@@ -37,14 +37,24 @@ SPDX-License-Identifier: Apache-2.0
 // squid when it is missing. The guest agent runs it at every boot; on images
 // with cloud-init it waits for cloud-init and then finds nothing to do. The
 // squid configuration checksum and the htpasswd file (a bcrypt hash) are kept
-// in metadata keys of their own, for Observe.
+// in metadata keys of their own, for Observe. The startup-script also puts
+// the metadata guard in place (see metadataGuard): squid's user may not
+// reach the metadata server, which hands out service account tokens.
+//
+// # What a tenant may name
+//
+// A GCPProxy names a static address and a service account in a project
+// other teams may share. A named address is used only when it carries this
+// proxy's ownership labels or none at all (see addressUsable), and a
+// service account only when the provider config lists it (see
+// WithAllowedServiceAccounts), with narrow scopes.
 //
 // # Updates replace the VM
 //
 // cloud-init applies user-data at first boot only, and the fake this
 // backend is tested against has no setMetadata, setLabels or setTags, so a
 // change of the proxy configuration, credentials, labels, tags, machine type
-// or service account deletes the VM; Create then makes it again with the
+// or service account (or its scopes, or the guest version) deletes the VM; Create then makes it again with the
 // same static address, so the egress IP stays. The firewall rule is patched
 // in place and a deleted address or rule is made again.
 package gce

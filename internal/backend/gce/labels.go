@@ -17,6 +17,9 @@ import (
 
 // Firewall rules have no labels: their description carries the ownership,
 // as "... (owner-uid=<uid> provider-instance=<name>)".
+// ownershipLabelPrefix starts every key of backend.CloudLabelKeys.
+const ownershipLabelPrefix = "egressproxy-"
+
 const (
 	descOwnerUID         = "owner-uid="
 	descProviderInstance = "provider-instance="
@@ -42,6 +45,18 @@ func ownershipLabels(o backend.Ownership) map[string]string {
 // ownedBy reports whether labels say the resource belongs to o.
 func ownedBy(labels map[string]string, o backend.Ownership) bool {
 	return backend.OwnedBy(backend.CloudLabelKeys, labels, cloudOwnership(o))
+}
+
+// hasOwnershipLabels reports whether labels hold any ownership label, of
+// any owner or provider instance. The prefix is reserved at admission, so
+// only the provider writes such labels.
+func hasOwnershipLabels(labels map[string]string) bool {
+	for k := range labels {
+		if strings.HasPrefix(k, ownershipLabelPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // instanceLabels are the user's labels plus the ownership labels, which win.

@@ -58,7 +58,16 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if !ownedBy(p.instance.GetLabels(), d.Ownership) {
 		return Observation{}, backend.Permanent(errors.Errorf(errFmtNotOurs, "instance "+s.name))
 	}
-	return observe(b.project, s, d, p)
+	o, err := observe(b.project, s, d, p)
+	if err != nil {
+		return Observation{}, err
+	}
+	if err := b.checkServiceAccount(s); err != nil {
+		// An instance made before its config stopped allowing the account:
+		// Update reports why it cannot make the proxy match its spec.
+		o.UpToDate, o.Diff = false, strings.TrimPrefix(o.Diff+"; "+err.Error(), "; ")
+	}
+	return o, nil
 }
 
 // observeMissing reports a proxy whose instance does not exist.
@@ -128,7 +137,7 @@ func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
 	switch {
 	case p.address == nil:
 		diffs = append(diffs, "address "+s.addressName+" is missing")
-	case !s.userAddress && !ownedBy(p.address.GetLabels(), d.Ownership):
+	case !addressUsable(s, p.address, d.Ownership):
 		diffs = append(diffs, "address "+s.addressName+" is not ours")
 	default:
 		ip = p.address.GetAddress()

@@ -113,7 +113,8 @@ func TestStartupScript(t *testing.T) {
 	got := s.run(t, script("http_port 3128\n"))
 	want := []string{
 		"apt-get update -q",
-		"apt-get install -y -q --no-install-recommends squid",
+		"apt-get install -y -q --no-install-recommends squid nftables",
+		"systemctl daemon-reload",
 		"systemctl enable squid",
 		"systemctl restart squid",
 	}
@@ -128,6 +129,7 @@ func TestStartupScript(t *testing.T) {
 	}
 
 	s.addStub(t, "squid")
+	s.addStub(t, "nft")
 	if err := os.WriteFile(filepath.Join(s.stubs, "active"), []byte("0"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestStartupScript(t *testing.T) {
 
 	s.addStub(t, "cloud-init")
 	got = s.run(t, script("http_port 3129\n"))
-	if diff := cmp.Diff([]string{"cloud-init status --wait", "systemctl enable squid", "systemctl restart squid"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"cloud-init status --wait", "systemctl daemon-reload", "systemctl enable squid", "systemctl restart squid"}, got); diff != "" {
 		t.Errorf("with cloud-init, and a changed configuration: -want +got:\n%s", diff)
 	}
 	if b, _ := os.ReadFile(conf); string(b) != "http_port 3129\n" {

@@ -40,6 +40,9 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err != nil {
 		return err
 	}
+	if err := b.checkServiceAccount(s); err != nil {
+		return err
+	}
 	ip, err := b.ensureAddress(ctx, s, d)
 	if err != nil {
 		return err

@@ -129,7 +129,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 			if err != nil {
 				return nil, err
 			}
-			return f.newBackend(ctx, spec, c)
+			return f.newBackend(ctx, cfg, spec, c)
 		})
 	case v1alpha1.CredentialsSourceInjectedIdentity:
 		return f.cache.Get(key, version, func() (Backend, error) {
@@ -137,7 +137,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 			if err != nil {
 				return nil, err
 			}
-			return f.newBackend(ctx, spec, c)
+			return f.newBackend(ctx, cfg, spec, c)
 		})
 	case v1alpha1.CredentialsSourceImpersonateServiceAccount:
 		sa := spec.Credentials.ImpersonateServiceAccount
@@ -151,7 +151,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 			if err != nil {
 				return nil, backend.Permanent(errors.Wrapf(err, errFmtImpersonate, sa.Name))
 			}
-			return f.newBackend(ctx, spec, c)
+			return f.newBackend(ctx, cfg, spec, c)
 		})
 	default:
 		return nil, backend.Permanent(errors.Errorf(errFmtSource, src))
@@ -169,19 +169,36 @@ func (f *factory) injectedCredentials() (*auth.Credentials, error) {
 	return c, nil
 }
 
-func (f *factory) newBackend(ctx context.Context, spec v1alpha1.ProviderConfigSpec, c *auth.Credentials) (Backend, error) {
+func (f *factory) newBackend(ctx context.Context, cfg proxy.Config, spec v1alpha1.ProviderConfigSpec, c *auth.Credentials) (Backend, error) {
 	opts := []option.ClientOption{option.WithAuthCredentials(c), option.WithUserAgent(userAgent)}
 	if spec.Endpoint != nil && *spec.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(*spec.Endpoint))
 	}
 	opts = append(opts, f.clientOpts...)
-	bo := append([]gce.Option{gce.WithCallTimeout(f.timeout)}, f.backendOpts...)
+	// The allowlist is part of the config's spec: a change bumps its
+	// generation, so the cache builds a backend with the new list.
+	bo := append([]gce.Option{
+		gce.WithCallTimeout(f.timeout), gce.WithAllowedServiceAccounts(configName(cfg), spec.AllowedServiceAccounts...),
+	}, f.backendOpts...)
 	// The clients outlive this reconcile: they must not inherit its end.
 	b, err := gce.New(context.WithoutCancel(ctx), spec.ProjectID, opts, bo...)
 	if err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// configName names a provider config in errors, as its kind and name.
+func configName(cfg proxy.Config) string {
+	o := cfg.Object
+	kind := v1alpha1.ClusterProviderConfigKind
+	if _, ok := o.(*v1alpha1.ProviderConfig); ok {
+		kind = v1alpha1.ProviderConfigKind
+	}
+	if ns := o.GetNamespace(); ns != "" {
+		return kind + " " + ns + "/" + o.GetName()
+	}
+	return kind + " " + o.GetName()
 }
 
 // serviceAccountCredentials loads a service account JSON key from a Secret.

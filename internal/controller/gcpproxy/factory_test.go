@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -235,5 +236,70 @@ func TestFactoryInjectedIdentity(t *testing.T) {
 	}
 	if h, ok := b.(backend.HealthChecker); !ok || h.CheckHealth(t.Context()) != nil {
 		t.Errorf("the backend must work with application default credentials")
+	}
+}
+
+// TestFactoryAllowedServiceAccounts checks that the config's allowlist
+// reaches the backend, and that changing it (a new generation) takes effect.
+func TestFactoryAllowedServiceAccounts(t *testing.T) {
+	const sa = "proxy@test-project.iam.gserviceaccount.com"
+	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	key, err := s.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := control(t, key)
+	f := NewFactory(WithCallTimeout(10 * time.Second))
+	cfg := config(s.URL(), secretCreds())
+	d := desired()
+	d.Params.ServiceAccountEmail = ptr.To(sa)
+
+	b, err := f(t.Context(), kube, cfg)
+	if err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	err = b.Create(t.Context(), d)
+	want := "spec.forProvider.serviceAccountEmail " + sa + " is not in spec.allowedServiceAccounts of ProviderConfig team-a/gcp"
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Create with a service account the config does not list = %v, want Permanent containing %q", err, want)
+	}
+
+	pc := cfg.Object.(*v1alpha1.ProviderConfig)
+	pc.Spec.AllowedServiceAccounts = []string{sa}
+	pc.Generation++
+	if b, err = f(t.Context(), kube, cfg); err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	if err := b.Create(t.Context(), d); err != nil {
+		t.Fatalf("Create once the config lists the service account: %v", err)
+	}
+	if insts := s.Instances(); len(insts) != 1 || len(insts[0].GetServiceAccounts()) != 1 || insts[0].GetServiceAccounts()[0].GetEmail() != sa {
+		t.Errorf("want one instance running as %s, got %v", sa, insts)
+	}
+}
+
+func TestConfigName(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		obj    client.Object
+		want   string
+	}{
+		"ProviderConfig": {
+			reason: "A namespaced config is named with its namespace.",
+			obj:    &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gcp"}},
+			want:   "ProviderConfig team-a/gcp",
+		},
+		"ClusterProviderConfig": {
+			reason: "A cluster config has no namespace.",
+			obj:    &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gcp"}},
+			want:   "ClusterProviderConfig gcp",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, configName(proxy.Config{Object: tc.obj})); diff != "" {
+				t.Errorf("%s\nconfigName: -want +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
