@@ -45,13 +45,15 @@ type Credentials struct {
 type ProviderConfigSpec struct {
 	// URI of the libvirt daemon: qemu:///system (local socket),
 	// qemu+unix:///system, qemu+ssh://user@host/system or
-	// qemu+tls://host/system; test:///default for tests.
+	// qemu+tls://host/system; test:///default for tests. A namespaced
+	// ProviderConfig must use qemu+ssh or qemu+tls to a host: local sockets
+	// are the provider's own.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^(qemu|qemu\+unix|qemu\+ssh|qemu\+tls|test|test\+unix)://[^\s"']*$`
 	URI string `json:"uri"`
 
 	// SocketPath of the local libvirt socket, for qemu:///system and
-	// qemu+unix URIs.
+	// qemu+unix URIs. Only a ClusterProviderConfig may set it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=107
 	// +kubebuilder:validation:Pattern=`^/[^\s"']*$`
@@ -70,6 +72,8 @@ type ProviderConfigSpec struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
 // +kubebuilder:validation:XValidation:rule="self.spec.credentials.source == 'Secret'",message="spec.credentials.source must be Secret in a namespaced ProviderConfig: the provider's own identity is only for a ClusterProviderConfig, so a team cannot borrow the platform's credentials"
+// +kubebuilder:validation:XValidation:rule="self.spec.uri.matches('^qemu([+](ssh|tls))?://[^/?#]+')",message="spec.uri must reach a host over qemu+ssh:// or qemu+tls:// in a namespaced ProviderConfig: local sockets (qemu:///, qemu+unix://, test://) reach the provider's own libvirt and are only for a ClusterProviderConfig"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.socketPath)",message="spec.socketPath must not be set in a namespaced ProviderConfig: local sockets reach the provider's own libvirt and are only for a ClusterProviderConfig"
 type ProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

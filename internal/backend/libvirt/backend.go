@@ -23,7 +23,10 @@ const IDScheme = "libvirt"
 
 const (
 	errFmtName = "instance name %q must be 1 to %d letters, digits, '.', '_' or '-'"
-	errHealth  = "libvirt does not answer"
+	// errFmtExternalName names the annotation because it is the only way a
+	// name other than the derived one reaches the backend.
+	errFmtExternalName = "instance name %q is not %q, the name derived from this resource: the crossplane.io/external-name annotation must be unset or equal to it; the kvm backend creates, adopts and deletes no other domain or volume"
+	errHealth          = "libvirt does not answer"
 )
 
 // Desired is what the controller asks of the backend.
@@ -115,6 +118,20 @@ func ParseInstanceID(id string) (pool, name string, err error) {
 		return "", "", err
 	}
 	return parts[0], parts[1], nil
+}
+
+// checkDesired refuses any name but the one derived from d's owner. The
+// volumes are named after the instance, so a free choice of name would let
+// a resource reach any volume of the pool (an external name of "base" makes
+// the overlay's name that of the base image).
+func checkDesired(d Desired) error {
+	if err := checkName(d.Name); err != nil {
+		return err
+	}
+	if want := backend.Name(d.Ownership.Owner, backend.MaxNameLibvirt); d.Name != want {
+		return backend.Permanent(errors.Errorf(errFmtExternalName, d.Name, want))
+	}
+	return nil
 }
 
 // checkName refuses names libvirt would misread: a volume name holds no

@@ -9,7 +9,6 @@ package libvirt
 import (
 	"crypto/sha256"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -33,16 +32,13 @@ const (
 const (
 	overlaySuffix = ".qcow2"
 	seedSuffix    = "-seed.iso"
-	// namePrefix is how backend.Name starts every instance name; List
-	// looks for orphan volumes by it.
-	namePrefix = "egp-"
 )
 
 // Devices of the domain.
 const (
 	guestAgentChannel = "org.qemu.guest_agent.0"
 	diskTarget        = "vda"
-	seedTarget        = "sda"
+	seedTarget        = "vdb"
 	gib               = 1 << 30
 	// bootDisk is the production boot order: the overlay only.
 	bootDisk = "hd"
@@ -74,26 +70,23 @@ func withDefaults(p v1alpha1.KVMProxyParameters) v1alpha1.KVMProxyParameters {
 func overlayName(name string) string { return name + overlaySuffix }
 func seedName(name string) string    { return name + seedSuffix }
 
-// instanceOfVolume returns the instance a volume named like ours belongs to.
-func instanceOfVolume(vol string) (string, bool) {
-	if !strings.HasPrefix(vol, namePrefix) {
-		return "", false
-	}
-	for _, s := range []string{seedSuffix, overlaySuffix} {
-		if n, ok := strings.CutSuffix(vol, s); ok && len(n) > len(namePrefix) {
-			return n, true
-		}
-	}
-	return "", false
-}
+// volumesOf names the volumes of instance name, in the order Create makes
+// them.
+func volumesOf(name string) []string { return []string{overlayName(name), seedName(name)} }
 
-// MACAddress derives the NIC's MAC from the owner's UID: QEMU's locally
-// administered 52:54:00 prefix and 24 bits of a SHA-256, so a re-created VM
-// keeps its DHCP lease. Two owners share a MAC with a chance of about n²/2²⁵
-// for n proxies on one network.
+// macPrefix starts every NIC's MAC: 02 is a locally administered unicast
+// address, outside QEMU's and libvirt's 52:54:00 (which they hand out at
+// random to other VMs on the same network), and 0x65 ("e") sets ours apart
+// from other tools' 02: addresses (Docker uses 02:42).
+const macPrefix = "02:65"
+
+// MACAddress derives the NIC's MAC from the owner's UID: macPrefix and 32
+// bits of a SHA-256, so a re-created VM keeps its DHCP lease. Two owners
+// share a MAC with a chance of about n²/2³³ for n proxies on one network
+// (4·10⁻⁵ at 580); Create refuses a MAC another domain already uses.
 func MACAddress(uid types.UID) string {
 	sum := sha256.Sum256([]byte(uid))
-	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", sum[0], sum[1], sum[2])
+	return fmt.Sprintf("%s:%02x:%02x:%02x:%02x", macPrefix, sum[0], sum[1], sum[2], sum[3])
 }
 
 // baseImage is what the overlay is built on.
@@ -129,12 +122,16 @@ func seedVolume(name string, size uint64) *libvirtxml.StorageVolume {
 
 // domainSpec is everything the domain XML is built from.
 type domainSpec struct {
-	Name      string
+	Name string
+	// UUID is empty for a new domain, and the domain's own when Create
+	// defines it again with its disks.
+	UUID      string
 	Type      string
 	MemoryMiB uint
 	VCPUs     uint
 	// Overlay and Seed are the volumes' paths on the host. File disks, not
-	// volume disks: the latter trip AppArmor on many hosts.
+	// volume disks: the latter trip AppArmor on many hosts. Both are empty
+	// in the claim Create defines first: a domain without disks.
 	Overlay string
 	Seed    string
 	MAC     string
@@ -147,16 +144,23 @@ type domainSpec struct {
 }
 
 // domainXML builds the VM: q35, a virtio disk on the overlay, the seed as a
-// SATA CD-ROM (q35 has no IDE), a virtio NIC with the derived MAC, the
-// guest-agent channel for IP discovery on bridges, and a serial console.
+// read-only virtio disk (cloud kernels such as Debian's linux-image-cloud
+// have no SATA/AHCI driver, so a SATA CD-ROM stays invisible), a virtio NIC
+// with the derived MAC, the guest-agent channel for IP discovery on bridges,
+// and a serial console.
 func domainXML(s domainSpec) *libvirtxml.Domain {
 	boot := make([]libvirtxml.DomainBootDevice, 0, len(s.Boot))
 	for _, dev := range s.Boot {
 		boot = append(boot, libvirtxml.DomainBootDevice{Dev: dev})
 	}
+	var disks []libvirtxml.DomainDisk
+	if s.Overlay != "" {
+		disks = []libvirtxml.DomainDisk{fileDisk(s.Overlay, "qcow2", "disk", diskTarget, "virtio"), fileDisk(s.Seed, "raw", "disk", seedTarget, "virtio")}
+	}
 	return &libvirtxml.Domain{
 		Type:     s.Type,
 		Name:     s.Name,
+		UUID:     s.UUID,
 		Metadata: &libvirtxml.DomainMetadata{XML: s.Metadata},
 		Memory:   &libvirtxml.DomainMemory{Value: s.MemoryMiB, Unit: "MiB"},
 		VCPU:     &libvirtxml.DomainVCPU{Value: s.VCPUs},
@@ -169,7 +173,7 @@ func domainXML(s domainSpec) *libvirtxml.Domain {
 		OnReboot:   "restart",
 		OnCrash:    "destroy",
 		Devices: &libvirtxml.DomainDeviceList{
-			Disks:      []libvirtxml.DomainDisk{fileDisk(s.Overlay, "qcow2", "disk", diskTarget, "virtio"), fileDisk(s.Seed, "raw", "cdrom", seedTarget, "sata")},
+			Disks:      disks,
 			Interfaces: []libvirtxml.DomainInterface{nic(s)},
 			Channels: []libvirtxml.DomainChannel{{
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
@@ -198,7 +202,7 @@ func fileDisk(path, format, device, target, bus string) libvirtxml.DomainDisk {
 		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}},
 		Target: &libvirtxml.DomainDiskTarget{Dev: target, Bus: bus},
 	}
-	if device == "cdrom" {
+	if target == seedTarget {
 		d.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	}
 	return d

@@ -8,6 +8,7 @@ package libvirt
 
 import (
 	"context"
+	"encoding/xml"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -18,6 +19,7 @@ import (
 
 // Steps of Create, for crash tests.
 const (
+	StepClaim   = "claim"
 	StepOverlay = "overlay"
 	StepSeed    = "seed"
 	StepDefine  = "define"
@@ -32,60 +34,94 @@ const (
 	errStartDomain     = "cannot start the domain"
 	errFmtRaced        = "volume %s appeared while it was being created: retrying"
 	errDomainRaced     = "the domain existed when it was defined but is gone now: retrying"
+	errFmtUnowned      = "volume %s already exists in pool %s but no domain of this resource owns it: refusing to adopt or delete it (remove it by hand if it is a leftover)"
+	errFmtMACInUse     = "MAC address %s, derived from this resource's UID, is already used by domain %s: two NICs with one MAC break each other's traffic; delete that domain, or delete and re-create this resource to get a new UID and MAC"
 )
 
 // Create makes the instance and starts it, without waiting for it to boot:
 //
-//  1. if d's domain exists (ownership checked), start it if it is not
-//     running, and stop;
-//  2. otherwise delete any volumes named like d's (left by a crash or an
-//     interrupted replacement: a disk that booted before would keep
-//     cloud-init from running the new seed), then
-//  3. create the overlay of the base image,
-//  4. create the seed volume and upload the seed ISO,
-//  5. define the domain, with ownership in its metadata,
-//  6. start it.
+//  1. if d's domain exists (ownership checked) and is complete, start it if
+//     it is not running, and stop;
+//  2. refuse a MAC address another domain uses, and check the base image;
+//  3. claim: define the domain without disks, with ownership and the names
+//     of the volumes it is about to create in its metadata, after checking
+//     that no volume has those names (one that does is not ours: Permanent);
+//  4. create the overlay of the base image,
+//  5. create the seed volume and upload the seed ISO,
+//  6. define the domain again, with its disks,
+//  7. start it.
 //
-// A crash between any two steps leaves either no domain (the next Create
-// starts over at 2, deleting the partial volumes) or a defined domain (the
-// next Create starts it), never a duplicate: names are deterministic.
+// A volume is ours only when our domain claimed it before it existed, so
+// nothing is ever deleted for having the right name. A crash between any
+// two steps leaves a claim (the next Create replaces the claimed volumes and
+// carries on, and Delete removes them) or a complete domain (the next Create
+// starts it), never a duplicate: names are deterministic.
 func (b *Backend) Create(ctx context.Context, d Desired) error {
-	if err := checkName(d.Name); err != nil {
+	if err := checkDesired(d); err != nil {
 		return err
 	}
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
 		return err
 	}
-	if found {
+	if found && di.complete() {
 		return b.start(ctx, di.Dom)
 	}
-	p := withDefaults(d.Params)
-	pool, err := b.lookupPool(ctx, p.Pool)
+	mac := MACAddress(d.Ownership.Owner.UID)
+	if err := b.checkMAC(ctx, d.Name, mac); err != nil {
+		return err
+	}
+	sd, err := b.buildSeed(ctx, d, mac)
 	if err != nil {
 		return err
 	}
-	for _, v := range []string{overlayName(d.Name), seedName(d.Name)} {
-		if err := b.deleteVolume(ctx, pool, v); err != nil {
+	poolName := withDefaults(d.Params).Pool
+	if found {
+		poolName = di.Meta.Pool
+	}
+	pool, err := b.lookupPool(ctx, poolName)
+	if err != nil {
+		return err
+	}
+	bi, err := b.baseImage(ctx, pool, d)
+	if err != nil {
+		return err
+	}
+	if found {
+		// An earlier Create stopped after claiming: the claimed volumes are
+		// ours, and are made afresh (a seed may be half uploaded).
+		for _, v := range claimed(di.Meta, d.Name) {
+			if err := b.deleteVolume(ctx, pool, v); err != nil {
+				return err
+			}
+		}
+	} else {
+		if di, err = b.claim(ctx, d, pool, sd); err != nil {
 			return err
 		}
+		if di.complete() {
+			// A concurrent Create finished first.
+			return b.start(ctx, di.Dom)
+		}
 	}
-	overlay, err := b.createOverlay(ctx, pool, d)
+	if err := b.step(StepClaim); err != nil {
+		return err
+	}
+	overlay, err := b.createOverlay(ctx, pool, d, bi)
 	if err != nil {
 		return err
 	}
 	if err := b.step(StepOverlay); err != nil {
 		return err
 	}
-	mac := MACAddress(d.Ownership.Owner.UID)
-	sd, seedVol, err := b.createSeed(ctx, pool, d, mac)
+	seedVol, err := b.createSeed(ctx, pool, d, sd)
 	if err != nil {
 		return err
 	}
 	if err := b.step(StepSeed); err != nil {
 		return err
 	}
-	dom, err := b.define(ctx, d, domainSpecFor(d, mac, b.boot, volumePath(overlay), volumePath(seedVol)), sd)
+	dom, err := b.define(ctx, d, di, sd, domainSpecFor(d, mac, b.boot, volumePath(overlay), volumePath(seedVol)))
 	if err != nil {
 		return err
 	}
@@ -98,81 +134,177 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	return b.step(StepStart)
 }
 
-// createOverlay creates the VM's disk: a qcow2 overlay of the base image.
-func (b *Backend) createOverlay(ctx context.Context, pool golibvirt.StoragePool, d Desired) (volume, error) {
+// claimed returns the volumes of instance name that m records as owned.
+// Only the instance's own names count, whatever else the metadata says.
+func claimed(m metadata, name string) []string {
+	var out []string
+	for _, v := range volumesOf(name) {
+		for _, c := range m.Volumes {
+			if c == v {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// claim checks that no volume has the names of d's volumes and defines d's
+// domain without disks, recording those names as its own. It returns the
+// domain as read back; a domain that appeared meanwhile is adopted only if
+// it is d's.
+func (b *Backend) claim(ctx context.Context, d Desired, pool golibvirt.StoragePool, sd seed) (domainInfo, error) {
+	for _, v := range volumesOf(d.Name) {
+		_, err := b.svc.StorageVolLookupByName(ctx, pool, v)
+		if err == nil {
+			return domainInfo{}, backend.Permanent(errors.Errorf(errFmtUnowned, v, pool.Name))
+		}
+		if !isNotFound(err) {
+			return domainInfo{}, classify(errors.Wrapf(err, errFmtLookupVolume, v))
+		}
+	}
+	m := metadata{Ownership: d.Ownership, CreatedAt: b.now(), Pool: pool.Name, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: volumesOf(d.Name)}
+	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), b.boot, "", "")
+	if err := b.defineXML(ctx, s, m); err != nil && !isExists(err) {
+		return domainInfo{}, err
+	}
+	di, found, err := b.ownedDomain(ctx, d)
+	if err != nil {
+		return domainInfo{}, errors.Wrap(err, errDefineDomain)
+	}
+	if !found {
+		return domainInfo{}, backend.Transient(errors.New(errDomainRaced))
+	}
+	return di, nil
+}
+
+// checkMAC refuses a MAC address a NIC of another domain of the host has.
+// The whole host is searched, not one network: a bridge and the libvirt
+// network on it are one segment under two names.
+func (b *Backend) checkMAC(ctx context.Context, name, mac string) error {
+	doms, err := b.svc.ConnectListAllDomains(ctx)
+	if err != nil {
+		return classify(errors.Wrap(err, errListDomains))
+	}
+	for _, dom := range doms {
+		if dom.Name == name {
+			continue
+		}
+		desc, err := b.svc.DomainGetXMLDesc(ctx, dom)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return classify(errors.Wrap(err, errDomainXML))
+		}
+		macs, err := nicMACs(desc)
+		if err != nil {
+			return err
+		}
+		for _, m := range macs {
+			if strings.EqualFold(m, mac) {
+				return backend.Permanent(errors.Errorf(errFmtMACInUse, mac, dom.Name))
+			}
+		}
+	}
+	return nil
+}
+
+// nicMACs returns the MAC addresses of a domain's NICs. It reads nothing
+// else, so no other part of a foreign domain's XML can fail it.
+func nicMACs(desc string) ([]string, error) {
+	var x struct {
+		NICs []struct {
+			MAC struct {
+				Address string `xml:"address,attr"`
+			} `xml:"mac"`
+		} `xml:"devices>interface"`
+	}
+	if err := xml.Unmarshal([]byte(desc), &x); err != nil {
+		return nil, errors.Wrap(err, errParseDomainXML)
+	}
+	macs := make([]string, 0, len(x.NICs))
+	for _, n := range x.NICs {
+		macs = append(macs, n.MAC.Address)
+	}
+	return macs, nil
+}
+
+// baseImage looks up and checks the base image of d, before anything is
+// made: a missing or too large one is the user's to fix.
+func (b *Backend) baseImage(ctx context.Context, pool golibvirt.StoragePool, d Desired) (baseImage, error) {
 	p := withDefaults(d.Params)
 	base, err := b.lookupVolume(ctx, pool, p.BaseImageVolume)
 	if err != nil {
-		return volume{}, errors.Wrapf(err, errFmtBaseImage, p.BaseImageVolume)
+		return baseImage{}, errors.Wrapf(err, errFmtBaseImage, p.BaseImageVolume)
 	}
 	bi := baseImage{Path: volumePath(base), Format: volumeFormat(base), Capacity: toBytes(base.XML.Capacity)}
-	capacity := uint64(p.DiskGiB) * gib
-	if capacity < bi.Capacity {
-		return volume{}, backend.Permanent(errors.Errorf(errFmtDiskTooSmall, p.DiskGiB, bi.Capacity))
+	if uint64(p.DiskGiB)*gib < bi.Capacity {
+		return baseImage{}, backend.Permanent(errors.Errorf(errFmtDiskTooSmall, p.DiskGiB, bi.Capacity))
 	}
-	v, err := b.createVolume(ctx, pool, overlayVolume(d.Name, capacity, bi))
+	return bi, nil
+}
+
+// createOverlay creates the VM's disk: a qcow2 overlay of the base image.
+func (b *Backend) createOverlay(ctx context.Context, pool golibvirt.StoragePool, d Desired, bi baseImage) (volume, error) {
+	v, err := b.createVolume(ctx, pool, overlayVolume(d.Name, uint64(withDefaults(d.Params).DiskGiB)*gib, bi))
 	if isExists(err) {
 		return volume{}, backend.Transient(errors.Errorf(errFmtRaced, overlayName(d.Name)))
 	}
 	return v, err
 }
 
-// createSeed builds the seed ISO and uploads it into a new raw volume. The
-// test driver cannot upload (ErrNoSupport), so there the volume stays
-// empty: its domains never boot anyway.
-func (b *Backend) createSeed(ctx context.Context, pool golibvirt.StoragePool, d Desired, mac string) (seed, volume, error) {
-	sd, err := b.buildSeed(ctx, d, mac)
-	if err != nil {
-		return seed{}, volume{}, err
-	}
+// createSeed uploads the seed ISO into a new raw volume. The test driver
+// cannot upload (ErrNoSupport), so there the volume stays empty: its
+// domains never boot anyway.
+func (b *Backend) createSeed(ctx context.Context, pool golibvirt.StoragePool, d Desired, sd seed) (volume, error) {
 	iso, err := sd.iso()
 	if err != nil {
-		return seed{}, volume{}, err
+		return volume{}, err
 	}
 	v, err := b.createVolume(ctx, pool, seedVolume(d.Name, uint64(len(iso))))
 	if isExists(err) {
-		return seed{}, volume{}, backend.Transient(errors.Errorf(errFmtRaced, seedName(d.Name)))
+		return volume{}, backend.Transient(errors.Errorf(errFmtRaced, seedName(d.Name)))
 	}
 	if err != nil {
-		return seed{}, volume{}, err
+		return volume{}, err
 	}
 	drv, err := b.svc.Driver(ctx)
 	if err != nil {
-		return seed{}, volume{}, classify(err)
+		return volume{}, classify(err)
 	}
 	if !strings.EqualFold(drv, DriverTest) {
 		if err := b.svc.StorageVolUpload(ctx, v.Vol, iso); err != nil {
-			return seed{}, volume{}, classify(errors.Wrapf(err, errFmtUpload, seedName(d.Name)))
+			return volume{}, classify(errors.Wrapf(err, errFmtUpload, seedName(d.Name)))
 		}
 	}
-	return sd, v, nil
+	return v, nil
 }
 
-// define defines the domain. "Already exists" means a concurrent Create
-// won; its domain is adopted only if it is d's.
-func (b *Backend) define(ctx context.Context, d Desired, s domainSpec, sd seed) (golibvirt.Domain, error) {
-	p := withDefaults(d.Params)
-	m := metadata{Ownership: d.Ownership, CreatedAt: b.now(), Pool: p.Pool, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd}
+// define defines the claimed domain di again, now with its disks: the same
+// name and UUID make libvirt replace its definition. The metadata keeps the
+// claim's creation time, pool and volumes.
+func (b *Backend) define(ctx context.Context, d Desired, di domainInfo, sd seed, s domainSpec) (golibvirt.Domain, error) {
+	s.UUID = di.XML.UUID
+	m := metadata{Ownership: d.Ownership, CreatedAt: di.Meta.CreatedAt, Pool: di.Meta.Pool, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: di.Meta.Volumes}
+	if err := b.defineXML(ctx, s, m); err != nil {
+		return golibvirt.Domain{}, err
+	}
+	return di.Dom, nil
+}
+
+// defineXML defines the domain s with metadata m.
+func (b *Backend) defineXML(ctx context.Context, s domainSpec, m metadata) error {
 	var err error
 	if s.Metadata, err = m.marshal(); err != nil {
-		return golibvirt.Domain{}, err
+		return err
 	}
 	doc, err := domainXML(s).Marshal()
 	if err != nil {
-		return golibvirt.Domain{}, errors.Wrap(err, errMarshalDomain)
+		return errors.Wrap(err, errMarshalDomain)
 	}
-	dom, err := b.svc.DomainDefineXML(ctx, doc)
-	if isExists(err) {
-		di, found, err := b.ownedDomain(ctx, d)
-		if err != nil {
-			return golibvirt.Domain{}, errors.Wrap(err, errDefineDomain)
-		}
-		if !found {
-			return golibvirt.Domain{}, backend.Transient(errors.New(errDomainRaced))
-		}
-		return di.Dom, nil
-	}
-	return dom, classify(errors.Wrap(err, errDefineDomain))
+	_, err = b.svc.DomainDefineXML(ctx, doc)
+	return classify(errors.Wrap(err, errDefineDomain))
 }
 
 // start starts a domain that is not running. "Already running" is 55 on

@@ -9,6 +9,7 @@ package libvirt
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
@@ -56,8 +57,21 @@ func withBaseCapacity(c uint64) fakeModifier {
 func withDefineRace(x *libvirtxml.Domain) fakeModifier {
 	return func(f *fake) {
 		f.errs["DomainDefineXML"] = lvErr(golibvirt.ErrOperationFailed, "operation failed: domain '"+x.Name+"' already exists with uuid 1")
-		f.onDefine = func() { withDomain(x, golibvirt.DomainShutoff, 0)(f) }
+		f.onDefine = func() {
+			delete(f.errs, "DomainDefineXML")
+			withDomain(x, golibvirt.DomainShutoff, 0)(f)
+		}
 	}
+}
+
+// nicDomain is someone else's domain with one NIC.
+func nicDomain(name, mac string) *libvirtxml.Domain {
+	return &libvirtxml.Domain{Type: "kvm", Name: name, Devices: &libvirtxml.DomainDeviceList{
+		Interfaces: []libvirtxml.DomainInterface{{
+			MAC:    &libvirtxml.DomainInterfaceMAC{Address: mac},
+			Source: &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: "default"}},
+		}},
+	}}
 }
 
 func TestCreate(t *testing.T) {
@@ -96,11 +110,41 @@ func TestCreate(t *testing.T) {
 			d:      d,
 			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
-		"StaleVolumes": {
-			reason: "Volumes without a domain are replaced, so a disk that booted before never meets a new seed.",
-			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 1), withVolume(testPool, seedName(d.Name), 1)},
+		"UnownedVolumes": {
+			reason: "Volumes named like ours that no domain of ours claims are neither adopted nor deleted.",
+			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 1), withVolume(testPool, seedName(d.Name), 1234)},
 			d:      d,
-			want:   want{State: created(seedName(d.Name))},
+			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{},
+				Volumes: map[string]uint64{overlayName(d.Name): 1, seedName(d.Name): 1234}}},
+		},
+		"ClaimedVolumes": {
+			reason: "After a crash following the claim, the claimed volumes are ours: they are made afresh and the domain completed.",
+			fake: []fakeModifier{withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0),
+				withVolume(testPool, overlayName(d.Name), 1), withVolume(testPool, seedName(d.Name), 1)},
+			d:    d,
+			want: want{State: created(seedName(d.Name))},
+		},
+		"ExternalNameOfBaseImage": {
+			reason: "An external name other than the derived one is refused before anything is touched: with 'base' the overlay would be the base image.",
+			d:      desired(withName("base")),
+			want:   want{State: noParts(), Class: backend.ClassPermanent},
+		},
+		"MACInUse": {
+			reason: "A MAC another domain already uses is refused before anything is made.",
+			fake:   []fakeModifier{withDomain(nicDomain("someone-elses-vm", strings.ToUpper(MACAddress(testUID))), golibvirt.DomainRunning, 1)},
+			d:      d,
+			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{"someone-elses-vm": golibvirt.DomainRunning},
+				Volumes: map[string]uint64{}}},
+		},
+		"OtherMACs": {
+			reason: "Other domains with other MACs are no conflict.",
+			fake:   []fakeModifier{withDomain(nicDomain("someone-elses-vm", "52:54:00:12:34:56"), golibvirt.DomainRunning, 1)},
+			d:      d,
+			want: want{State: func() state {
+				s := created(seedName(d.Name))
+				s.Domains["someone-elses-vm"] = golibvirt.DomainRunning
+				return s
+			}()},
 		},
 		"AnotherOwner": {
 			reason: "A domain of another provider instance is never adopted.",
@@ -109,65 +153,65 @@ func TestCreate(t *testing.T) {
 			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}, Class: backend.ClassPermanent},
 		},
 		"DefineRaceOurs": {
-			reason: "A domain that appeared meanwhile and is ours is adopted and started.",
+			reason: "A complete domain that appeared meanwhile and is ours is adopted and started.",
 			fake:   []fakeModifier{withDefineRace(ourDomain(t, d))},
 			d:      d,
-			want:   want{State: created(seedName(d.Name))},
+			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}},
 		},
 		"DefineRaceTheirs": {
-			reason: "A domain that appeared meanwhile and is not ours is Permanent.",
+			reason: "A domain that appeared meanwhile and is not ours is Permanent, and nothing was made.",
 			fake:   []fakeModifier{withDefineRace(ourDomain(t, d, withMetaInstance("other")))},
 			d:      d,
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff},
-				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 0}, Uploaded: []string{seedName(d.Name)}}},
+			want:   want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}},
 		},
 		"NoPool": {
 			reason: "A missing pool is NotFound.",
 			d:      desired(withPool("nope")),
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}, Class: backend.ClassNotFound},
+			want:   want{State: noParts(), Class: backend.ClassNotFound},
 		},
 		"NoBaseImage": {
-			reason: "A missing base image is NotFound.",
+			reason: "A missing base image is NotFound, found before anything is made.",
 			d:      desired(func(d *Desired) { d.Params.BaseImageVolume = "nope" }),
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}, Class: backend.ClassNotFound},
+			want:   want{State: noParts(), Class: backend.ClassNotFound},
 		},
 		"DiskTooSmall": {
 			reason: "A disk smaller than the base image is Permanent.",
 			fake:   []fakeModifier{withBaseCapacity(20 * gib)},
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}, Class: backend.ClassPermanent},
+			want:   want{State: noParts(), Class: backend.ClassPermanent},
 		},
 		"PoolFull": {
-			reason: "A full pool is Quota.",
+			reason: "A full pool is Quota; the claim stays for Update or Delete.",
 			fake:   []fakeModifier{withErr("StorageVolCreateXML", lvErr(golibvirt.ErrSystemError, "cannot allocate 2147483648 bytes in file: No space left on device"))},
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}, Class: backend.ClassQuota},
+			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}, Class: backend.ClassQuota},
 		},
 		"BadDomainXML": {
 			reason: "A domain libvirt refuses (67) is Permanent.",
 			fake:   []fakeModifier{withErr("DomainDefineXML", lvErr(golibvirt.ErrConfigUnsupported, "unsupported configuration"))},
 			d:      d,
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{},
-				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 0}, Uploaded: []string{seedName(d.Name)}}},
+			want:   want{Class: backend.ClassPermanent, State: noParts()},
 		},
 		"UserDataWithoutSource": {
 			reason: "userDataSecretRef needs a way to read Secrets.",
 			d: desired(func(d *Desired) {
 				d.Params.UserDataSecretRef = &commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}
 			}),
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{},
-				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib}}},
+			want: want{Class: backend.ClassPermanent, State: noParts()},
 		},
 		"Malformed": {
 			reason: "A malformed name is Permanent.",
 			d:      desired(withName("")),
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{}}, Class: backend.ClassPermanent},
+			want:   want{State: noParts(), Class: backend.ClassPermanent},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(tc.fake...)
 			err := newBackend(f, nil).Create(context.Background(), tc.d)
+			if f.pools[testPool][testBase] == nil {
+				t.Fatalf("%s\nCreate(...) deleted the base image", tc.reason)
+			}
 			got := want{State: stateOf(f), Class: backend.ClassOf(err)}
 			// The seed's size depends on bcrypt's output; only its presence counts.
 			if v, ok := got.State.Volumes[seedName(d.Name)]; ok && v != 1234 {
@@ -201,12 +245,19 @@ func TestCreateDomainXML(t *testing.T) {
 	want := map[string]string{
 		"boot":    "network,hd",
 		"disk":    "/" + testPool + "/" + overlayName(d.Name),
-		"seed":    "/" + testPool + "/" + seedName(d.Name) + " sata",
+		"seed":    "/" + testPool + "/" + seedName(d.Name) + " virtio",
 		"network": "nat0",
 		"mac":     MACAddress(testUID),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defined domain: -want, +got:\n%s", diff)
+	}
+	m, ours, err := parseMetadata(x.Metadata.XML)
+	if err != nil || !ours || x.UUID != fakeUUID(d.Name) {
+		t.Fatalf("metadata: %t, %v; UUID %q: the claim's UUID must be kept", ours, err, x.UUID)
+	}
+	if diff := cmp.Diff(volumesOf(d.Name), m.Volumes); diff != "" {
+		t.Errorf("claimed volumes: -want, +got:\n%s", diff)
 	}
 	overlay := f.pools[testPool][overlayName(d.Name)]
 	if overlay.BackingStore == nil || overlay.BackingStore.Path != "/"+testPool+"/"+testBase || overlay.BackingStore.Format.Type != "qcow2" {

@@ -24,73 +24,87 @@ const (
 		golibvirt.DomainUndefineCheckpointsMetadata | golibvirt.DomainUndefineNvram
 )
 
-// Delete destroys and undefines d's domain, then deletes its overlay and
-// seed volumes, so no orphan volume is left. It is idempotent and needs only
-// d.Name and d.Ownership: the pool comes from the domain's metadata, else
-// from d.Params.Pool, else every active pool is searched. A domain of
-// another owner is a Permanent error and is left alone, with its volumes.
+// Delete destroys d's domain, deletes the volumes it owns, then undefines
+// it. It is idempotent and needs only d.Name and d.Ownership: the pool and
+// the volumes come from the domain's metadata. A domain of another owner is
+// a Permanent error and is left alone, with its volumes. Without our domain
+// nothing is deleted: a volume is never ours for its name alone. The domain
+// goes last, so a crash in between leaves it to own what remains.
 func (b *Backend) Delete(ctx context.Context, d Desired) error {
-	if err := checkName(d.Name); err != nil {
+	if err := checkDesired(d); err != nil {
 		return err
 	}
-	var pools []string
 	di, found, err := b.ownedDomain(ctx, d)
+	if err != nil || !found {
+		return err
+	}
+	if err := b.destroy(ctx, di.Dom); err != nil {
+		return err
+	}
+	pool, vols, err := b.ownedVolumes(ctx, di, d.Name)
 	if err != nil {
 		return err
 	}
-	if found {
-		if err := b.removeDomain(ctx, di.Dom); err != nil {
+	for _, v := range vols {
+		if err := b.deleteVolume(ctx, pool, v); err != nil {
 			return err
 		}
-		pools = append(pools, di.Meta.Pool)
 	}
-	if d.Params.Pool != "" && (len(pools) == 0 || pools[0] != d.Params.Pool) {
-		pools = append(pools, d.Params.Pool)
+	return b.undefine(ctx, di.Dom)
+}
+
+// ownedVolumes returns the pool and the volumes the owned domain di of
+// instance name owns: those its metadata claims. A domain made before
+// claims were recorded owns the instance's volumes its disks use.
+func (b *Backend) ownedVolumes(ctx context.Context, di domainInfo, name string) (golibvirt.StoragePool, []string, error) {
+	pool, err := b.lookupPool(ctx, di.Meta.Pool)
+	if isNotFound(err) {
+		return pool, nil, nil
 	}
-	handles, err := b.poolHandles(ctx, pools)
 	if err != nil {
-		return err
+		return pool, nil, err
 	}
-	for _, p := range handles {
-		for _, v := range []string{overlayName(d.Name), seedName(d.Name)} {
-			if err := b.deleteVolume(ctx, p, v); err != nil {
-				return err
+	if di.Meta.Volumes != nil {
+		return pool, claimed(di.Meta, name), nil
+	}
+	disks := map[string]bool{}
+	if di.XML.Devices != nil {
+		for _, dk := range di.XML.Devices.Disks {
+			if dk.Source != nil && dk.Source.File != nil {
+				disks[dk.Source.File.File] = true
 			}
 		}
 	}
-	return nil
-}
-
-// poolHandles looks up the named pools, skipping missing ones; with no name
-// it returns every active pool.
-func (b *Backend) poolHandles(ctx context.Context, names []string) ([]golibvirt.StoragePool, error) {
-	if len(names) == 0 {
-		ps, err := b.svc.ConnectListAllStoragePools(ctx)
-		return ps, classify(errors.Wrap(err, errListPools))
-	}
-	ps := make([]golibvirt.StoragePool, 0, len(names))
-	for _, n := range names {
-		p, err := b.lookupPool(ctx, n)
+	var out []string
+	for _, v := range volumesOf(name) {
+		x, err := b.volumeXML(ctx, pool, v)
 		if isNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return pool, nil, err
 		}
-		ps = append(ps, p)
+		if x.Target != nil && disks[x.Target.Path] {
+			out = append(out, v)
+		}
 	}
-	return ps, nil
+	return pool, out, nil
 }
 
-// removeDomain destroys (if running) and undefines a domain. The test
-// driver refuses the NVRAM flag with ErrInvalidArg, and older drivers lack
-// some flags (ErrNoSupport): then it undefines without flags.
-func (b *Backend) removeDomain(ctx context.Context, dom golibvirt.Domain) error {
+// destroy stops a domain if it runs.
+func (b *Backend) destroy(ctx context.Context, dom golibvirt.Domain) error {
 	err := b.svc.DomainDestroy(ctx, dom)
 	if err != nil && !isNotFound(err) && !hasCode(err, golibvirt.ErrOperationInvalid) {
 		return classify(errors.Wrap(err, errDestroyDomain))
 	}
-	err = b.svc.DomainUndefineFlags(ctx, dom, undefineFlags)
+	return nil
+}
+
+// undefine undefines a domain. The test driver refuses the NVRAM flag with
+// ErrInvalidArg, and older drivers lack some flags (ErrNoSupport): then it
+// undefines without flags.
+func (b *Backend) undefine(ctx context.Context, dom golibvirt.Domain) error {
+	err := b.svc.DomainUndefineFlags(ctx, dom, undefineFlags)
 	if hasCode(err, golibvirt.ErrInvalidArg) || hasCode(err, golibvirt.ErrNoSupport) {
 		err = b.svc.DomainUndefineFlags(ctx, dom, 0)
 	}

@@ -55,11 +55,44 @@ func TestDelete(t *testing.T) {
 			d:      deleteOnly(d),
 			want:   want{State: noParts()},
 		},
-		"OrphanVolumesEveryPool": {
-			reason: "Without a domain or a pool, every pool is searched for the volumes.",
+		"VolumesWithoutDomain": {
+			reason: "Without our domain nothing is ours: volumes named like ours stay.",
 			fake:   healthyVolumes(d),
 			d:      deleteOnly(d),
+			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
+		},
+		"ExternalNameOfBaseImage": {
+			reason: "An external name other than the derived one is Permanent: with 'base' the overlay's name is the base image's.",
+			d:      desired(withName("base")),
+			want:   want{State: noParts(), Class: backend.ClassPermanent},
+		},
+		"Claim": {
+			reason: "A claim left by an interrupted Create is deleted with what it claims.",
+			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 2*gib), withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0)},
+			d:      deleteOnly(d),
 			want:   want{State: noParts()},
+		},
+		"ClaimsOnlyItsOwnNames": {
+			reason: "Metadata claiming a volume not named after the instance claims nothing.",
+			fake: append(all(golibvirt.DomainRunning, 1), withDomain(ourDomain(t, d, func(_ *domainSpec, m *metadata) {
+				m.Volumes = []string{testBase, seedName(d.Name)}
+			}), golibvirt.DomainRunning, 1)),
+			d:    d,
+			want: want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib}}},
+		},
+		"Legacy": {
+			reason: "A domain made before claims were recorded owns the instance's volumes its disks use.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withoutClaims()), golibvirt.DomainRunning, 1)),
+			d:      deleteOnly(d),
+			want:   want{State: noParts()},
+		},
+		"LegacyDisksElsewhere": {
+			reason: "A legacy domain owns no volume its disks do not use, whatever its name.",
+			fake: append(healthyVolumes(d), withDomain(ourDomain(t, d, withoutClaims(), func(s *domainSpec, _ *metadata) {
+				s.Overlay, s.Seed = "/"+testPool+"/"+testBase, "/elsewhere/seed.iso"
+			}), golibvirt.DomainRunning, 1)),
+			d:    deleteOnly(d),
+			want: want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"Missing": {
 			reason: "Deleting what does not exist succeeds.",
@@ -85,10 +118,10 @@ func TestDelete(t *testing.T) {
 				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"VolumeDeleteFails": {
-			reason: "A host error deleting a volume is Transient.",
+			reason: "A host error deleting a volume is Transient; the domain stays, to own what remains.",
 			fake:   append(all(golibvirt.DomainRunning, 1), withErr("StorageVolDelete "+seedName(d.Name), lvErr(golibvirt.ErrSystemError, "cannot unlink file"))),
 			d:      d,
-			want: want{Class: backend.ClassTransient, State: state{Domains: map[string]golibvirt.DomainState{},
+			want: want{Class: backend.ClassTransient, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff},
 				Volumes: map[string]uint64{seedName(d.Name): 1234}}},
 		},
 		"Malformed": {
@@ -101,6 +134,9 @@ func TestDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(tc.fake...)
 			err := newBackend(f, nil).Delete(context.Background(), tc.d)
+			if f.pools[testPool][testBase] == nil {
+				t.Fatalf("%s\nDelete(...) deleted the base image", tc.reason)
+			}
 			if diff := cmp.Diff(tc.want, want{State: stateOf(f), Class: backend.ClassOf(err)}); diff != "" {
 				t.Errorf("%s\nDelete(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
 			}
@@ -136,11 +172,17 @@ func TestUpdate(t *testing.T) {
 			d:      desired(withDestinations("api.example.org")),
 			want:   noParts(),
 		},
-		"Leftovers": {
-			reason: "Volumes without a domain are deleted.",
+		"VolumesWithoutDomain": {
+			reason: "Volumes without our domain are not ours: left alone.",
 			fake:   healthyVolumes(d),
 			d:      d,
-			want:   noParts(),
+			want:   state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}},
+		},
+		"Interrupted": {
+			reason: "Update finishes what an interrupted Create began.",
+			fake:   []fakeModifier{withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0)},
+			d:      d,
+			want:   state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 0}, Uploaded: []string{seedName(d.Name)}},
 		},
 		"Gone": {
 			reason: "Updating what is gone does nothing.",
@@ -154,7 +196,11 @@ func TestUpdate(t *testing.T) {
 			if err := newBackend(f, nil).Update(context.Background(), tc.d); err != nil {
 				t.Fatalf("%s\nUpdate(...): %v", tc.reason, err)
 			}
-			if diff := cmp.Diff(tc.want, stateOf(f)); diff != "" {
+			got := stateOf(f)
+			if v, ok := got.Volumes[seedName(d.Name)]; ok && v != 1234 {
+				got.Volumes[seedName(d.Name)] = 0
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -175,28 +221,23 @@ func TestList(t *testing.T) {
 		fake   []fakeModifier
 		want   want
 	}{
-		"DomainsAndOrphans": {
-			reason: "List returns our domains, whatever their provider instance, then orphan volumes, but no foreign domain.",
+		"OnlyOurDomains": {
+			reason: "List returns our domains, whatever their provider instance, and nothing else: no foreign domain, and no volume, whatever its name.",
 			fake: append(healthyVolumes(d),
 				withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1),
 				withDomain(ourDomain(t, other, withMetaInstance("other")), golibvirt.DomainShutoff, 1),
 				withDomain(foreign, golibvirt.DomainRunning, 1),
 				withVolume(testPool, seedName(orphan), 1),
+				withVolume(testPool, overlayName(orphan), 1),
 				withVolume(testPool, "unrelated.qcow2", 1)),
 			want: want{List: []backend.Instance{
 				{ID: FormatInstanceID(testPool, other.Name), Name: other.Name, Ownership: backend.Ownership{Owner: other.Ownership.Owner, ProviderInstance: "other"}, CreatedAt: created, State: commonv1alpha1.StateStopped},
 				{ID: FormatInstanceID(testPool, d.Name), Name: d.Name, Ownership: d.Ownership, CreatedAt: created, State: commonv1alpha1.StateRunning},
-				{ID: FormatInstanceID(testPool, orphan), Name: orphan, State: commonv1alpha1.StateTerminated},
 			}},
 		},
 		"ListDomainsFails": {
 			reason: "List fails as a whole.",
 			fake:   []fakeModifier{withErr("ConnectListAllDomains", lvErr(golibvirt.ErrInternalError, "boom"))},
-			want:   want{Class: backend.ClassTransient},
-		},
-		"ListVolumesFails": {
-			reason: "A pool that cannot be listed fails List as a whole.",
-			fake:   []fakeModifier{withErr("StoragePoolListAllVolumes", lvErr(golibvirt.ErrSystemError, "boom"))},
 			want:   want{Class: backend.ClassTransient},
 		},
 	}

@@ -15,6 +15,7 @@ SPDX-License-Identifier: Apache-2.0
 // backend error classes. The dialer subpackage reaches the daemon over a
 // unix socket, SSH or TLS.
 //
-// Ownership lives in the domain's <metadata> (see MetadataNamespace);
-// volumes carry none and belong to the domain of their name.
+// Ownership lives in the domain's <metadata> (see MetadataNamespace).
+// Volumes carry none: a volume belongs to the domain that claimed it in its
+// metadata before creating it, never to a domain for its name alone.
 package libvirt

@@ -8,6 +8,8 @@ package libvirt
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
@@ -69,6 +71,9 @@ func withDriver(drv string) fakeModifier {
 // withDomain defines a domain from a builder's XML.
 func withDomain(x *libvirtxml.Domain, state golibvirt.DomainState, reason int32) fakeModifier {
 	return func(f *fake) {
+		if x.UUID == "" {
+			x.UUID = fakeUUID(x.Name)
+		}
 		doc, err := x.Marshal()
 		if err != nil {
 			panic(err)
@@ -168,11 +173,39 @@ func (f *fake) DomainDefineXML(_ context.Context, doc string) (golibvirt.Domain,
 		}
 		return golibvirt.Domain{}, err
 	}
-	if _, ok := f.domains[x.Name]; ok {
-		return golibvirt.Domain{}, lvErr(golibvirt.ErrOperationFailed, "operation failed: domain '"+x.Name+"' already exists with uuid 1")
+	// As libvirt: the same name and UUID replace the definition; a new
+	// document has no UUID, so it gets one and collides with the old.
+	if old, ok := f.domains[x.Name]; ok {
+		if x.UUID == "" || x.UUID != uuidOf(old.xml) {
+			return golibvirt.Domain{}, lvErr(golibvirt.ErrOperationFailed, "operation failed: domain '"+x.Name+"' already exists with uuid 1")
+		}
+		old.xml = doc
+		return golibvirt.Domain{Name: x.Name}, nil
+	}
+	if x.UUID == "" {
+		x.UUID = fakeUUID(x.Name)
+		var err error
+		if doc, err = x.Marshal(); err != nil {
+			return golibvirt.Domain{}, lvErr(golibvirt.ErrXMLError, err.Error())
+		}
 	}
 	f.domains[x.Name] = &fakeDomain{xml: doc, state: domainState{State: golibvirt.DomainShutoff}, ifaces: map[golibvirt.DomainInterfaceAddressesSource][]golibvirt.DomainInterface{}}
 	return golibvirt.Domain{Name: x.Name}, nil
+}
+
+// fakeUUID is the UUID the fake gives a domain defined without one.
+func fakeUUID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	u := hex.EncodeToString(sum[:16])
+	return u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
+}
+
+func uuidOf(doc string) string {
+	x := &libvirtxml.Domain{}
+	if err := x.Unmarshal(doc); err != nil {
+		return ""
+	}
+	return x.UUID
 }
 
 func (f *fake) DomainCreate(_ context.Context, dom golibvirt.Domain) error {

@@ -45,6 +45,18 @@ type metadata struct {
 	// so Observe can tell whether the credentials changed. Empty with the
 	// user's own user-data.
 	Htpasswd string
+	// Volumes are the volumes of Pool the domain owns. Create records them
+	// before it creates them, having checked they did not exist, so Delete
+	// removes only volumes this instance made, never one that merely has
+	// the same name. Nil on domains made before it was recorded.
+	Volumes []string
+	// labels are the ownership labels as read back, for backend.OwnedBy.
+	labels map[string]string
+}
+
+// ownedBy reports whether the metadata says the domain belongs to want.
+func (m metadata) ownedBy(want backend.Ownership) bool {
+	return backend.OwnedBy(backend.CloudLabelKeys, m.labels, want)
 }
 
 type labelXML struct {
@@ -61,6 +73,7 @@ type metadataOut struct {
 	Pool           string     `xml:"egressproxy:pool"`
 	ConfigChecksum string     `xml:"egressproxy:configChecksum"`
 	Htpasswd       string     `xml:"egressproxy:htpasswd,omitempty"`
+	Volumes        []string   `xml:"egressproxy:volume"`
 }
 
 // metadataIn reads the element whatever prefix libvirt gave it back.
@@ -70,6 +83,7 @@ type metadataIn struct {
 	Pool           string     `xml:"pool"`
 	ConfigChecksum string     `xml:"configChecksum"`
 	Htpasswd       string     `xml:"htpasswd"`
+	Volumes        []string   `xml:"volume"`
 }
 
 // marshal returns the element for a domain's <metadata>.
@@ -86,6 +100,7 @@ func (m metadata) marshal() (string, error) {
 		Pool:           m.Pool,
 		ConfigChecksum: m.ConfigChecksum,
 		Htpasswd:       m.Htpasswd,
+		Volumes:        m.Volumes,
 	}
 	for _, k := range keys {
 		out.Labels = append(out.Labels, labelXML{Key: k, Value: labels[k]})
@@ -128,7 +143,7 @@ func (in metadataIn) metadata() (metadata, bool, error) {
 	if !ok {
 		return metadata{}, false, nil
 	}
-	m := metadata{Ownership: o, Pool: in.Pool, ConfigChecksum: in.ConfigChecksum, Htpasswd: in.Htpasswd}
+	m := metadata{Ownership: o, Pool: in.Pool, ConfigChecksum: in.ConfigChecksum, Htpasswd: in.Htpasswd, Volumes: in.Volumes, labels: labels}
 	// A creation time that does not parse stays zero, which the garbage
 	// collector never collects.
 	if t, err := time.Parse(time.RFC3339, in.CreatedAt); err == nil {

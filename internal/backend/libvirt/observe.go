@@ -30,10 +30,10 @@ const (
 	errAddresses      = "cannot read the domain's addresses"
 	errFmtNotOurs     = "domain %s exists but its metadata does not say it belongs to this resource and provider instance: refusing to touch it"
 	errFmtNoInstance  = "domain %s does not exist"
-	errFmtLeftovers   = "the domain is gone but volumes %s remain: deleting them"
 
-	msgWaitLease = "running; waiting for a DHCP lease of the VM's MAC"
-	msgWaitAgent = "running; waiting for the guest agent to report an address"
+	msgWaitLease   = "running; waiting for a DHCP lease of the VM's MAC"
+	msgWaitAgent   = "running; waiting for the guest agent to report an address"
+	msgInterrupted = "creating the domain was interrupted before its disks were attached"
 )
 
 // domainInfo is a domain as the backend reads it back.
@@ -86,18 +86,31 @@ func (b *Backend) ownedDomain(ctx context.Context, d Desired) (domainInfo, bool,
 	if err != nil {
 		return domainInfo{}, false, err
 	}
-	if !di.Ours || di.Meta.Ownership.Owner.UID != d.Ownership.Owner.UID ||
-		di.Meta.Ownership.ProviderInstance != d.Ownership.ProviderInstance {
+	if !di.Ours || !di.Meta.ownedBy(d.Ownership) {
 		return domainInfo{}, false, backend.Permanent(errors.Errorf(errFmtNotOurs, d.Name))
 	}
 	return di, true, nil
 }
 
-// Observe reports the instance. It is NotFound only once the domain and both
-// volumes are gone; volumes without a domain are reported Terminated, so
-// the reconciler deletes them (Update, or Delete while deleting).
+// complete reports whether Create finished defining the domain: its claim
+// has no disk.
+func (di domainInfo) complete() bool {
+	if di.XML == nil || di.XML.Devices == nil {
+		return false
+	}
+	for _, dk := range di.XML.Devices.Disks {
+		if dk.Target != nil && dk.Target.Dev == diskTarget {
+			return true
+		}
+	}
+	return false
+}
+
+// Observe reports the instance. It is NotFound once the domain is gone:
+// Delete removes the domain last, so its volumes are gone by then, and
+// volumes without our domain are not ours to report.
 func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
-	if err := checkName(d.Name); err != nil {
+	if err := checkDesired(d); err != nil {
 		return Observation{}, err
 	}
 	p := withDefaults(d.Params)
@@ -106,7 +119,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		return Observation{}, err
 	}
 	if !found {
-		return b.observeLeftovers(ctx, d.Name, p.Pool)
+		return Observation{}, backend.NotFound(errors.Errorf(errFmtNoInstance, d.Name))
 	}
 	mac := MACAddress(d.Ownership.Owner.UID)
 	o := Observation{
@@ -116,6 +129,11 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		ConfigChecksum: di.Meta.ConfigChecksum,
 	}
 	o.State, o.Message = instanceState(di.State)
+	if !di.complete() {
+		// Update finishes what Create began; nothing to replace yet.
+		o.State, o.Message, o.Diff = commonv1alpha1.StatePending, msgInterrupted, msgInterrupted
+		return o, nil
+	}
 	vm := vmFromXML(di.XML)
 	vm.ConfigChecksum, vm.Htpasswd = di.Meta.ConfigChecksum, di.Meta.Htpasswd
 	o.Extra.MACAddress = vm.MAC
@@ -156,35 +174,6 @@ func port(p commonv1alpha1.ProxyParameters) int32 {
 		return backend.DefaultPort
 	}
 	return p.Port
-}
-
-// observeLeftovers reports volumes left without a domain, or NotFound.
-func (b *Backend) observeLeftovers(ctx context.Context, name, pool string) (Observation, error) {
-	_, missing, err := b.volumes(ctx, pool, name)
-	if err != nil {
-		return Observation{}, err
-	}
-	all := []string{overlayName(name), seedName(name)}
-	if len(missing) == len(all) {
-		return Observation{}, backend.NotFound(errors.Errorf(errFmtNoInstance, name))
-	}
-	var left []string
-	for _, v := range all {
-		if !contains(missing, v) {
-			left = append(left, v)
-		}
-	}
-	msg := errors.Errorf(errFmtLeftovers, strings.Join(left, ", ")).Error()
-	return Observation{ID: FormatInstanceID(pool, name), State: commonv1alpha1.StateTerminated, Message: msg, Diff: msg}, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // volumes returns the overlay's capacity and the names of missing volumes.
@@ -260,8 +249,19 @@ func pickAddress(ifaces []golibvirt.DomainInterface, mac string) string {
 // NotFound so the reconciler creates it afresh with the same name and MAC.
 // The VM holds no state, and a new seed needs a fresh overlay anyway
 // (cloud-init runs once per instance), so replacing is the simplest correct
-// change. A paused but up-to-date VM is left alone.
+// change. A paused but up-to-date VM is left alone, and a domain whose
+// Create was interrupted is finished by Create.
 func (b *Backend) Update(ctx context.Context, d Desired) error {
+	if err := checkDesired(d); err != nil {
+		return err
+	}
+	di, found, err := b.ownedDomain(ctx, d)
+	if err != nil {
+		return err
+	}
+	if found && !di.complete() {
+		return b.Create(ctx, d)
+	}
 	o, err := b.Observe(ctx, d)
 	if backend.IsNotFound(err) {
 		return nil

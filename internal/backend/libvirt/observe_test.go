@@ -38,8 +38,9 @@ func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Doma
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metadata{Ownership: d.Ownership, CreatedAt: created, Pool: p.Pool, ConfigChecksum: squid.Checksum(conf), Htpasswd: string(ht)}
-	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), []string{bootDisk}, "/p/o.qcow2", "/p/s.iso")
+	m := metadata{Ownership: d.Ownership, CreatedAt: created, Pool: p.Pool, ConfigChecksum: squid.Checksum(conf), Htpasswd: string(ht), Volumes: volumesOf(d.Name)}
+	// The fake's volume paths.
+	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), []string{bootDisk}, "/"+p.Pool+"/"+overlayName(d.Name), "/"+p.Pool+"/"+seedName(d.Name))
 	for _, mod := range mods {
 		mod(&s, &m)
 	}
@@ -55,6 +56,16 @@ func withSpecMemory(mib uint) domainModifier {
 
 func withMetaInstance(pi string) domainModifier {
 	return func(_ *domainSpec, m *metadata) { m.Ownership.ProviderInstance = pi }
+}
+
+// withoutClaims is a domain made before Create recorded its volumes.
+func withoutClaims() domainModifier {
+	return func(_ *domainSpec, m *metadata) { m.Volumes = nil }
+}
+
+// withoutDisks is the claim Create defines before it makes the volumes.
+func withoutDisks() domainModifier {
+	return func(s *domainSpec, _ *metadata) { s.Overlay, s.Seed = "", "" }
 }
 
 func withoutMetadata() domainModifier {
@@ -114,13 +125,25 @@ func TestObserve(t *testing.T) {
 			d:      d,
 			want:   want{class: backend.ClassNotFound},
 		},
-		"Leftovers": {
-			reason: "Volumes without a domain are Terminated, so they get deleted, and are not NotFound.",
+		"VolumesWithoutDomain": {
+			reason: "Volumes named like ours but without our domain are not ours: NotFound, never reported for deletion.",
 			fake:   []fakeModifier{withVolume(testPool, seedName(d.Name), 1)},
 			d:      d,
-			want: want{o: Observation{ID: FormatInstanceID(testPool, d.Name), State: commonv1alpha1.StateTerminated,
-				Message: "the domain is gone but volumes " + seedName(d.Name) + " remain: deleting them",
-				Diff:    "the domain is gone but volumes " + seedName(d.Name) + " remain: deleting them"}},
+			want:   want{class: backend.ClassNotFound},
+		},
+		"Interrupted": {
+			reason: "A claim without disks (Create stopped after claiming) is Pending and out of date, so Update finishes it.",
+			fake:   []fakeModifier{withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0)},
+			d:      d,
+			want: want{o: observation(d, notReady(msgInterrupted), func(o *Observation) {
+				o.State, o.UpToDate, o.Diff, o.Extra = commonv1alpha1.StatePending, false, msgInterrupted, v1alpha1.KVMProxyObservation{}
+			})},
+		},
+		"ExternalName": {
+			reason: "A name other than the one derived from the owner (an external-name annotation) is Permanent, and names the annotation.",
+			fake:   []fakeModifier{withVolume(testPool, "base-seed.iso", 1)},
+			d:      desired(withName("base")),
+			want:   want{class: backend.ClassPermanent},
 		},
 		"AnotherProviderInstance": {
 			reason: "A domain of another provider deployment is never reported as ours.",

@@ -8,6 +8,7 @@ package libvirt
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
@@ -150,7 +152,7 @@ func TestTestDriverCrashAfterEachStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
 	defer cancel()
 	crash := errors.New("simulated crash")
-	for i, step := range []string{StepOverlay, StepSeed, StepDefine, StepStart} {
+	for i, step := range []string{StepClaim, StepOverlay, StepSeed, StepDefine, StepStart} {
 		t.Run(step, func(t *testing.T) {
 			d := desired(withOwnerUID("crash-" + step))
 			b.afterStep = func(s string) error {
@@ -253,7 +255,7 @@ func TestTestDriverUnknownAndMalformed(t *testing.T) {
 	b, _ := testDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
 	defer cancel()
-	unknown := desired(withName("egp-nobody-00000000"))
+	unknown := desired(withOwnerUID("nobody"))
 	if _, err := b.Observe(ctx, unknown); !backend.IsNotFound(err) {
 		t.Errorf("Observe of an unknown instance: want NotFound, got %v", err)
 	}
@@ -274,39 +276,159 @@ func TestTestDriverUnknownAndMalformed(t *testing.T) {
 	}
 }
 
-func TestTestDriverOrphans(t *testing.T) {
-	b, l := testDriver(t)
+// TestTestDriverGC runs what the garbage collector does (List, Collectable,
+// Delete with name and ownership) on a host shared with others: only this
+// provider instance's orphans go, complete or half created; another
+// installation's domain, a foreign domain, and volumes without our domain,
+// however they are named, stay.
+func TestTestDriverGC(t *testing.T) {
+	old := time.Now().Add(-2 * time.Hour)
+	b, l := testDriver(t, WithClock(func() time.Time { return old }))
 	ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
 	defer cancel()
-	d := desired()
+	pools, _, err := l.ConnectListAllStoragePools(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	orphan := desired(withOwnerUID("orphan"))
+	if err := b.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	half := desired(withOwnerUID("half"))
 	crash := errors.New("crash")
 	b.afterStep = func(s string) error {
-		if s == StepSeed {
+		if s == StepOverlay {
 			return crash
 		}
 		return nil
 	}
-	if err := b.Create(ctx, d); !errors.Is(err, crash) {
-		t.Fatalf("Create: %v", err)
+	if err := b.Create(ctx, half); !errors.Is(err, crash) {
+		t.Fatalf("Create: want the crash, got %v", err)
 	}
 	b.afterStep = nil
-	o, err := b.Observe(ctx, d)
-	if err != nil || o.State != commonv1alpha1.StateTerminated {
-		t.Errorf("Observe of volumes without a domain: want Terminated, got %+v, %v", o, err)
+	otherInstall := desired(withOwnerUID("other-install"), withProviderInstance("other-install"))
+	if err := b.Create(ctx, otherInstall); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := l.DomainDefineXML(`<domain type='test'><name>someone-elses-vm</name><memory>1024</memory><os><type>hvm</type></os></domain>`); err != nil {
+		t.Fatal(err)
+	}
+	// The volumes of an instance whose domain is gone (or that a person
+	// made with the same names), and an unrelated one.
+	unowned := desired(withOwnerUID("unowned"))
+	foreignVols := []string{overlayName(unowned.Name), seedName(unowned.Name), "unrelated.qcow2"}
+	for _, v := range foreignVols {
+		if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>`+v+`</name><capacity>1024</capacity></volume>`, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	list, err := b.List(ctx)
-	want := []backend.Instance{{ID: FormatInstanceID(testPool, d.Name), Name: d.Name, State: commonv1alpha1.StateTerminated}}
-	if diff := cmp.Diff(want, list); err != nil || diff != "" {
-		t.Errorf("List: -want, +got:\n%s\n%v", diff, err)
-	}
-	pool, name, err := ParseInstanceID(list[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Delete(ctx, Desired{Name: name, Params: desired(withPool(pool)).Params}); err != nil {
+	var collected []string
+	for _, in := range list {
+		if !backend.Collectable(in, testInstance, func(types.UID) bool { return false }, time.Hour, time.Now()) {
+			continue
+		}
+		collected = append(collected, in.Name)
+		if err := b.Delete(ctx, Desired{Name: in.Name, Ownership: in.Ownership}); err != nil {
+			t.Fatalf("Delete(%s): %v", in.Name, err)
+		}
+	}
+	sort.Strings(collected)
+	want := []string{half.Name, orphan.Name}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, collected); diff != "" {
+		t.Errorf("collected: -want, +got:\n%s", diff)
+	}
+	wantParts(t, l, orphan.Name, 0)
+	wantParts(t, l, half.Name, 0)
+	wantParts(t, l, otherInstall.Name, 1)
+	if _, err := l.DomainLookupByName("someone-elses-vm"); err != nil {
+		t.Errorf("a foreign domain was deleted: %v", err)
+	}
+	for _, v := range append(foreignVols, testBase) {
+		if _, err := l.StorageVolLookupByName(pools[0], v); err != nil {
+			t.Errorf("volume %s, not ours, was deleted: %v", v, err)
+		}
+	}
+	// The same names without our domain are neither adopted nor deleted.
+	if err := b.Create(ctx, unowned); backend.ClassOf(err) != backend.ClassPermanent {
+		t.Errorf("Create over volumes that are not ours: want Permanent, got %v", err)
+	}
+	if err := b.Delete(ctx, unowned); err != nil {
+		t.Errorf("Delete without our domain: %v", err)
+	}
+	for _, v := range foreignVols[:2] {
+		if _, err := l.StorageVolLookupByName(pools[0], v); err != nil {
+			t.Errorf("volume %s, not ours, was deleted: %v", v, err)
+		}
+	}
+}
+
+// TestTestDriverExternalName: a resource whose external name is "base"
+// would have its overlay named like the base image. It is refused, and the
+// base image survives every call.
+func TestTestDriverExternalName(t *testing.T) {
+	b, l := testDriver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
+	defer cancel()
+	d := desired(withName(strings.TrimSuffix(testBase, overlaySuffix)))
+	for name, err := range map[string]error{
+		"Observe": func() error { _, err := b.Observe(ctx, d); return err }(),
+		"Create":  b.Create(ctx, d),
+		"Update":  b.Update(ctx, d),
+		"Delete":  b.Delete(ctx, d),
+	} {
+		if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(fmt.Sprint(err), "crossplane.io/external-name") {
+			t.Errorf("%s with a foreign external name: want a Permanent error naming the annotation, got %v", name, err)
+		}
+	}
+	pools, _, err := l.ConnectListAllStoragePools(1, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := l.StorageVolLookupByName(pools[0], testBase); err != nil {
+		t.Errorf("the base image is gone: %v", err)
+	}
+}
+
+// TestNonCanonicalProviderInstance: ownership read back from a domain must
+// match the provider instance it was written for, whatever its spelling, or
+// every proxy looks foreign, its VM leaks and its resource cannot be
+// deleted.
+func TestNonCanonicalProviderInstance(t *testing.T) {
+	b, l := testDriver(t, WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+	ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
+	defer cancel()
+	const instance = "Prod.EU"
+	d := desired(withProviderInstance(instance))
+	if err := b.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := b.Observe(ctx, d); err != nil || o.State != commonv1alpha1.StateRunning {
+		t.Fatalf("Observe: %+v, %v", o, err)
+	}
+	if err := b.Create(ctx, d); err != nil {
+		t.Errorf("second Create: %v", err)
+	}
+	list, err := b.List(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List: %+v, %v", list, err)
+	}
+	if !backend.Collectable(list[0], instance, func(types.UID) bool { return false }, time.Hour, time.Now()) {
+		t.Errorf("an orphan of provider instance %q is not collectable by it: %+v", instance, list[0])
+	}
+	if err := b.Delete(ctx, d); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
 	wantParts(t, l, d.Name, 0)
+	if _, err := b.Observe(ctx, d); !backend.IsNotFound(err) {
+		t.Errorf("Observe after Delete: want NotFound, got %v", err)
+	}
 }
 
 // TestTestDriverRemoteTransports drives the backend over qemu+ssh and

@@ -37,7 +37,8 @@ const (
 // by the config's UID and rebuilt (the old connection closed) when the
 // config's generation or its credentials Secret's resource version changes,
 // so a rotated key takes effect without a restart. The connection itself
-// re-dials whenever it breaks. opts are passed to every backend, e.g.
+// re-dials whenever it breaks. A namespaced ProviderConfig may not use the
+// provider's own sockets (dialer.CheckNamespaced). opts are passed to every backend, e.g.
 // libvirt.WithBootDevices in tests.
 func NewFactory(opts ...libvirt.Option) BackendFactory {
 	cache := proxy.NewClientCache[*libvirt.Backend]()
@@ -60,6 +61,13 @@ func NewFactory(opts ...libvirt.Option) BackendFactory {
 				return nil, err
 			}
 			t.Credentials, secretVersion = dialer.CredentialsFromSecret(s.Data), s.GetResourceVersion()
+		}
+		if _, ok := cfg.Object.(*v1alpha1.ProviderConfig); ok {
+			// A team's config reaches only remote hosts, with its own
+			// credentials; admission checks the spec, this what is dialled.
+			if err := dialer.CheckNamespaced(t); err != nil {
+				return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
+			}
 		}
 		version := strconv.FormatInt(cfg.Object.GetGeneration(), 10) + "/" + secretVersion
 		b, err := cache.Get(string(cfg.Object.GetUID()), version, func() (*libvirt.Backend, error) {

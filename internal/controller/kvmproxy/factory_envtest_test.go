@@ -184,3 +184,67 @@ func TestManagedReconcilerTestDriver(t *testing.T) {
 		t.Errorf("volumes left: %v, %v", vols, err)
 	}
 }
+
+// TestManagedReconcilerForeignExternalName: a KVMProxy whose external name
+// is not the one derived from it ("base", whose overlay would be the base
+// image) is refused with a condition naming the annotation, and nothing in
+// the pool is touched.
+func TestManagedReconcilerForeignExternalName(t *testing.T) {
+	d := libvirtd.Start(t)
+	l := d.DialURI(t, "test")
+	pools, _, err := l.ConnectListAllStoragePools(1, 0)
+	if err != nil || len(pools) == 0 {
+		t.Fatalf("pools: %v", err)
+	}
+	if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>base.qcow2</name><capacity unit='bytes'>1073741824</capacity><target><format type='qcow2'/></target></volume>`, 0); err != nil {
+		t.Fatal(err)
+	}
+	e := kube.Start(t)
+	startKVMProvider(t, e)
+	ctx := t.Context()
+	ns := e.Namespace(t, "kvm")
+	pc := &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: v1alpha1.ProviderConfigSpec{URI: "test:///default", SocketPath: ptr.To(d.Socket),
+			Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
+	}
+	if err := e.Client.Create(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
+	mg := kvmProxy(ns, pc.Name)
+	mg.SetAnnotations(map[string]string{"crossplane.io/external-name": "base"})
+	if err := e.Client.Create(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
+	got := &v1alpha1.KVMProxy{}
+	waitFor(t, "Synced=False naming the annotation", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, got)
+		c := got.GetCondition(xpv2.TypeSynced)
+		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "crossplane.io/external-name"), fmt.Sprint(c, err)
+	})
+	if c := got.GetCondition(proxy.TypeProvisioned); c.Reason != "PermanentError" {
+		t.Errorf("Provisioned condition: want reason PermanentError, got %+v", c)
+	}
+	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
+	if err != nil || len(vols) != 1 || vols[0].Name != "base.qcow2" {
+		t.Errorf("volumes: want only base.qcow2, got %v, %v", vols, err)
+	}
+	if doms, _, err := l.ConnectListAllDomains(1, 0); err != nil || len(doms) != 1 {
+		// The test driver's own "test" domain only.
+		t.Errorf("domains: %v, %v", doms, err)
+	}
+	// Nothing was ever observed, so no finalizer was added: deleting the
+	// resource deletes nothing else.
+	if err := e.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resource to be gone", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, &v1alpha1.KVMProxy{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
+	if vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0); err != nil || len(vols) != 1 {
+		t.Errorf("volumes after deleting the resource: %v, %v", vols, err)
+	}
+}

@@ -61,6 +61,15 @@ func providerConfig(uri string, secret string) *v1alpha1.ProviderConfig {
 	return pc
 }
 
+// clusterProviderConfig is a ClusterProviderConfig for a local socket, which
+// only a cluster-scoped config may use.
+func clusterProviderConfig(uri string) *v1alpha1.ClusterProviderConfig {
+	return &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "kvm", UID: "cpc-uid", Generation: 1},
+		Spec:       v1alpha1.ProviderConfigSpec{URI: uri, Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
+	}
+}
+
 func secret(name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
 }
@@ -79,8 +88,8 @@ func TestFactoryCache(t *testing.T) {
 		WithObjects(secret("ssh", map[string][]byte{"ssh-privatekey": []byte("x")})).Build()
 	f := NewFactory()
 	ctx := context.Background()
-	pc := providerConfig("test+unix:///default?socket=/nonexistent/sock", "")
-	cfg := proxy.Config{Object: pc, SecretNamespace: ns}
+	pc := clusterProviderConfig("test+unix:///default?socket=/nonexistent/sock")
+	cfg := proxy.Config{Object: pc}
 
 	first, err := f(ctx, kube, cfg)
 	if err != nil {
@@ -174,16 +183,61 @@ func TestUserDataFromSecrets(t *testing.T) {
 	}
 }
 
-// TestFactoryTestDriver builds a backend from a ProviderConfig pointing at a
-// private libvirtd's test driver, with socketPath, and checks it answers.
+// TestFactoryNamespacedLocal: a namespaced ProviderConfig never reaches the
+// provider's own libvirt, whatever form the local socket takes; the same
+// spec in a ClusterProviderConfig builds a backend.
+func TestFactoryNamespacedLocal(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(secret("ssh", sshSecretData(t))).Build()
+	f := NewFactory()
+	ctx := context.Background()
+	cases := map[string]struct {
+		uri, socketPath, secret string
+	}{
+		"System":           {uri: "qemu:///system"},
+		"UnixSocketParam":  {uri: "qemu+unix:///system?socket=/any/path"},
+		"TestDriver":       {uri: "test:///default"},
+		"SocketPath":       {uri: "qemu:///system", socketPath: "/var/run/libvirt/libvirt-sock"},
+		"SocketPathOnSSH":  {uri: "qemu+ssh://root@host/system", socketPath: "/var/run/libvirt/libvirt-sock", secret: "ssh"},
+		"LocalWithASecret": {uri: "qemu+unix:///system", secret: "ssh"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pc := providerConfig(tc.uri, tc.secret)
+			if tc.socketPath != "" {
+				pc.Spec.SocketPath = ptr.To(tc.socketPath)
+			}
+			if _, err := f(ctx, kube, proxy.Config{Object: pc, SecretNamespace: ns}); backend.ClassOf(err) != backend.ClassPermanent {
+				t.Errorf("namespaced %s: want Permanent, got %v", tc.uri, err)
+			}
+			cpc := clusterProviderConfig(tc.uri)
+			cpc.Spec.SocketPath, cpc.Spec.Credentials = pc.Spec.SocketPath, pc.Spec.Credentials
+			if tc.secret != "" {
+				cpc.Spec.Credentials.SecretRef.Namespace = ns
+			}
+			b, err := f(ctx, kube, proxy.Config{Object: cpc})
+			if err != nil {
+				t.Fatalf("cluster-scoped %s: %v", tc.uri, err)
+			}
+			_ = b.(interface{ Close() error }).Close()
+		})
+	}
+	remote := proxy.Config{Object: providerConfig("qemu+ssh://root@host/system", "ssh"), SecretNamespace: ns}
+	if _, err := f(ctx, kube, remote); err != nil {
+		t.Errorf("namespaced qemu+ssh: %v", err)
+	}
+}
+
+// TestFactoryTestDriver builds a backend from a ClusterProviderConfig
+// pointing at a private libvirtd's test driver, with socketPath, and checks
+// it answers.
 func TestFactoryTestDriver(t *testing.T) {
 	d := libvirtd.Start(t)
-	pc := providerConfig("test:///default", "")
+	pc := clusterProviderConfig("test:///default")
 	pc.Spec.SocketPath = ptr.To(d.Socket)
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := NewFactory()(ctx, kube, proxy.Config{Object: pc, SecretNamespace: ns})
+	b, err := NewFactory()(ctx, kube, proxy.Config{Object: pc})
 	if err != nil {
 		t.Fatal(err)
 	}

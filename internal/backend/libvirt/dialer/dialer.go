@@ -49,6 +49,9 @@ const (
 	errFmtNoHost        = "the libvirt URI %q names no host"
 	errFmtRemoteSocket  = "a local libvirt URI %q must not name a host"
 	errFmtMissingSecret = "the %s transport needs the Secret keys %s"
+
+	errFmtNamespacedLocal   = "spec.uri: a namespaced ProviderConfig must reach libvirt over qemu+ssh:// or qemu+tls:// to a host, not the %s transport: the provider's own sockets are only for a ClusterProviderConfig"
+	errNamespacedSocketPath = "spec.socketPath: a namespaced ProviderConfig cannot name a socket: the provider's own sockets are only for a ClusterProviderConfig"
 )
 
 // Credentials for a remote libvirt daemon, as read from a Secret.
@@ -94,19 +97,12 @@ func New(t Target) (socket.Dialer, golibvirt.ConnectURI, error) {
 	if err != nil {
 		return nil, "", backend.Permanent(errors.Wrapf(err, errFmtParseURI, t.URI))
 	}
-	driver, transport, _ := strings.Cut(u.Scheme, "+")
+	driver, _, _ := strings.Cut(u.Scheme, "+")
 	if driver != "qemu" && driver != "test" {
 		return nil, "", backend.Permanent(errors.Errorf(errFmtScheme, u.Scheme))
 	}
-	if transport == "" {
-		// libvirt's own rule: no transport and a host means TLS.
-		transport = "unix"
-		if u.Host != "" {
-			transport = "tls"
-		}
-	}
 	var d socket.Dialer
-	switch transport {
+	switch transportOf(u) {
 	case "unix":
 		d, err = newLocal(t, u)
 	case "ssh":
@@ -120,6 +116,40 @@ func New(t Target) (socket.Dialer, golibvirt.ConnectURI, error) {
 		return nil, "", err
 	}
 	return d, golibvirt.RemoteURI(u), nil
+}
+
+// transportOf returns the transport of a libvirt URI: the part of the
+// scheme after '+', else libvirt's own rule: a host means TLS, no host a
+// local socket.
+func transportOf(u *url.URL) string {
+	_, transport, _ := strings.Cut(u.Scheme, "+")
+	switch {
+	case transport != "":
+		return transport
+	case u.Host != "":
+		return "tls"
+	}
+	return "unix"
+}
+
+// CheckNamespaced refuses a target that a namespaced ProviderConfig must
+// not use: anything but SSH or TLS to a host, and any socketPath. A local
+// socket is the provider's own libvirt, with the provider's identity: it is
+// for a ClusterProviderConfig only, or any team could run, read and delete
+// the platform's VMs. The spec is checked at admission too, but the URI may
+// not be all: this runs on what the provider would dial.
+func CheckNamespaced(t Target) error {
+	if t.SocketPath != "" {
+		return backend.Permanent(errors.New(errNamespacedSocketPath))
+	}
+	u, err := url.Parse(t.URI)
+	if err != nil {
+		return backend.Permanent(errors.Wrapf(err, errFmtParseURI, t.URI))
+	}
+	if tr := transportOf(u); tr != "ssh" && tr != "tls" {
+		return backend.Permanent(errors.Errorf(errFmtNamespacedLocal, tr))
+	}
+	return nil
 }
 
 // local dials a unix socket on this machine.

@@ -191,3 +191,31 @@ func roundTrip(t *testing.T, d interface{ Dial() (net.Conn, error) }) {
 		t.Fatalf("ReadFull: %q, %v", b, err)
 	}
 }
+
+func TestCheckNamespaced(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		target Target
+		want   backend.Class
+	}{
+		"System":        {"qemu:///system is the provider's own daemon.", Target{URI: "qemu:///system"}, backend.ClassPermanent},
+		"UnixSocket":    {"A unix socket anywhere on the provider's machine.", Target{URI: "qemu+unix:///system?socket=/any/path"}, backend.ClassPermanent},
+		"NoHostNoPlus":  {"qemu:// with no host is a local socket too.", Target{URI: "qemu://?socket=/any/path"}, backend.ClassPermanent},
+		"TestDriver":    {"The test driver runs in the provider's daemon.", Target{URI: "test:///default"}, backend.ClassPermanent},
+		"TestUnix":      {"test+unix is a local socket.", Target{URI: "test+unix:///default"}, backend.ClassPermanent},
+		"SocketPath":    {"socketPath names a local socket, whatever the URI.", Target{URI: "qemu+ssh://u@h/system", SocketPath: "/run/libvirt/libvirt-sock"}, backend.ClassPermanent},
+		"Unparsable":    {"A URI that does not parse is refused.", Target{URI: "qemu+ssh://h/%zz"}, backend.ClassPermanent},
+		"SSH":           {"SSH to a host is what a team may use.", Target{URI: "qemu+ssh://u@h/system"}, backend.ClassNone},
+		"SSHRemoteSock": {"A socket parameter over SSH names the remote host's socket.", Target{URI: "qemu+ssh://u@h/system?socket=/run/x"}, backend.ClassNone},
+		"TLS":           {"TLS to a host is what a team may use.", Target{URI: "qemu+tls://h/system"}, backend.ClassNone},
+		"ImplicitTLS":   {"A host without a transport is TLS.", Target{URI: "qemu://h/system"}, backend.ClassNone},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := CheckNamespaced(tc.target)
+			if got := backend.ClassOf(err); got != tc.want {
+				t.Errorf("%s\nCheckNamespaced(%+v): want class %q, got %v", tc.reason, tc.target, tc.want, err)
+			}
+		})
+	}
+}
