@@ -8,6 +8,7 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,11 +52,13 @@ func main() {
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
 		kvmBootDevices   = app.Flag("kvm-boot-devices", "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
-		instance         = app.Flag("provider-instance", "Name of this provider deployment in the ownership labels, so deployments sharing a backend never touch each other's instances.").Default("default").String()
+		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<UID of namespace kube-system>. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
+	// Before anything else: a bad value must fail without an API server.
+	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
 
 	zl := zap.New(zap.UseDevMode(*debug))
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
@@ -64,6 +67,14 @@ func main() {
 
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
+
+	ns, err := namespaces(cfg)
+	kingpin.FatalIfError(err, "Cannot create the API server client")
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	id, err := providerInstance(ctx, *instance, ns)
+	cancel()
+	kingpin.FatalIfError(err, "Cannot determine the provider instance")
+	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
 
 	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
@@ -84,7 +95,7 @@ func main() {
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics)
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
 
 	o := controller.Options{
 		Logger:                  log,
@@ -104,7 +115,7 @@ func main() {
 
 	kingpin.FatalIfError(controllers.Setup(mgr, proxy.Options{
 		Options:          o,
-		ProviderInstance: *instance,
+		ProviderInstance: id,
 		Timeout:          *timeout,
 		GCInterval:       *gcInterval,
 		GCMinAge:         *gcMinAge,

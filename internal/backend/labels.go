@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/types"
-
-	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 )
 
 // ManagedByValue is the value of the managed-by label on everything the
@@ -62,14 +61,16 @@ type Ownership struct {
 }
 
 // Labels returns the ownership labels in the syntax of keys. Values are
-// label-safe on every backend: UIDs are lower-case hex and dashes, and names
-// go through LabelValue. Only the UID identifies the owner; the namespace and
-// name are for people and may be shortened.
+// label-safe on every backend: UIDs are lower-case hex and dashes, the
+// provider instance is canonical (ValidateInstance) and written as is, and
+// names go through LabelValue. Only the UID and the provider instance
+// identify the owner; the namespace and name are for people and may be
+// shortened.
 func (o Ownership) Labels(keys LabelKeys) map[string]string {
 	return map[string]string{
 		keys.ManagedBy:        ManagedByValue,
 		keys.OwnerUID:         string(o.Owner.UID),
-		keys.ProviderInstance: LabelValue(o.ProviderInstance),
+		keys.ProviderInstance: o.ProviderInstance,
 		keys.OwnerNamespace:   LabelValue(o.Owner.Namespace),
 		keys.OwnerName:        LabelValue(o.Owner.Name),
 	}
@@ -77,6 +78,19 @@ func (o Ownership) Labels(keys LabelKeys) map[string]string {
 
 // maxLabelValue is the longest label value Kubernetes and GCE accept.
 const maxLabelValue = 63
+
+const errFmtInstance = "provider instance %q is not a canonical label value (lower-case letters, digits, '-' and '_', at most 63 characters, starting and ending with a letter or digit), such as %q"
+
+// ValidateInstance returns an error unless s is a provider instance that
+// label sanitising leaves unchanged. Ownership compares the instance
+// exactly, so a value that LabelValue would fold (Prod-EU and prod.eu both
+// become prod-eu) or cut would let two installations pass for one.
+func ValidateInstance(s string) error {
+	if s == "" || LabelValue(s) != s {
+		return errors.Errorf(errFmtInstance, s, LabelValue(s))
+	}
+	return nil
+}
 
 // LabelValue makes s a label value valid on every backend: lower-case
 // letters, digits, dashes and underscores (GCE allows no dots), at most 63
@@ -112,34 +126,56 @@ func OwnershipFromLabels(keys LabelKeys, l map[string]string) (Ownership, bool) 
 	}, true
 }
 
-// OwnedBy reports whether labels say the object belongs to want. Create uses
-// it before adopting an object that already exists: adopting another
-// resource's instance would hand one team's proxy to another.
+// OwnedBy reports whether labels say the object belongs to want: managed
+// by this provider, the same owner UID and exactly the same provider
+// instance. Create uses it before adopting an object that already exists:
+// adopting another resource's instance would hand one team's proxy to
+// another. An empty instance owns nothing, so an unlabelled part never
+// matches.
 func OwnedBy(keys LabelKeys, l map[string]string, want Ownership) bool {
 	got, ok := OwnershipFromLabels(keys, l)
-	return ok && got.Owner.UID == want.Owner.UID && got.ProviderInstance == LabelValue(want.ProviderInstance)
+	return ok && want.ProviderInstance != "" && got.Owner.UID == want.Owner.UID && got.ProviderInstance == want.ProviderInstance
 }
 
-// Collectable reports whether the garbage collector may delete an instance
-// found by List: it is ours, its owner is gone, and it is older than minAge.
-// A zero creation time is never collectable: a backend that failed to read
-// it back must not lose a fresh instance.
-//
-// Parts left without any ownership record (a backend reports them with an
-// empty owner UID and state Terminated, such as volumes whose domain is gone)
-// are collectable on age alone: nothing else can tell whose they were.
+// A Verdict is what the garbage collector decides about one listed instance.
+// The values are those of the result label of the GC metric.
+type Verdict string
+
+// Verdicts.
+const (
+	// VerdictCollect: ours, orphaned and old enough; delete it.
+	VerdictCollect Verdict = "deleted"
+	// VerdictForeign: not marked as this provider instance's (another
+	// installation's, or without ownership); never touched.
+	VerdictForeign Verdict = "skipped_foreign"
+	// VerdictYoung: younger than the minimum age, or of unknown age.
+	VerdictYoung Verdict = "skipped_young"
+	// VerdictLive: its managed resource exists.
+	VerdictLive Verdict = "skipped_live"
+)
+
+// Judge decides whether the garbage collector may delete an instance found
+// by List. Only an instance whose ownership names an owner UID and exactly
+// providerInstance, that has a creation time older than minAge, and whose
+// owner is gone, is collected. Parts without an ownership record (volumes
+// whose domain is gone) are never collected: nothing tells which
+// installation made them, and a host may be shared. A zero creation time
+// is never collected either: a backend that failed to read it back must not
+// lose a fresh instance.
+func Judge(in Instance, providerInstance string, ownerExists func(types.UID) bool, minAge time.Duration, now time.Time) Verdict {
+	switch {
+	case providerInstance == "" || in.Ownership.Owner.UID == "" || in.Ownership.ProviderInstance != providerInstance:
+		return VerdictForeign
+	case in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < minAge:
+		return VerdictYoung
+	case ownerExists(in.Ownership.Owner.UID):
+		return VerdictLive
+	}
+	return VerdictCollect
+}
+
+// Collectable reports whether Judge allows the garbage collector to delete
+// in.
 func Collectable(in Instance, providerInstance string, ownerExists func(types.UID) bool, minAge time.Duration, now time.Time) bool {
-	if in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < minAge {
-		return false
-	}
-	if in.Ownership.Owner.UID == "" {
-		return in.State == commonv1alpha1.StateTerminated
-	}
-	if in.Ownership.ProviderInstance != LabelValue(providerInstance) {
-		return false
-	}
-	if now.Sub(in.CreatedAt) < minAge {
-		return false
-	}
-	return !ownerExists(in.Ownership.Owner.UID)
+	return Judge(in, providerInstance, ownerExists, minAge, now) == VerdictCollect
 }

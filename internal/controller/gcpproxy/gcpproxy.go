@@ -79,6 +79,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)
 	}
 	bg := proxy.CollectorConfig[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
+		Backend:    BackendName,
 		Kube:       mgr.GetClient(),
 		NewBackend: f,
 		NewOwners:  func() client.ObjectList { return &v1alpha1.GCPProxyList{} },

@@ -79,6 +79,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		return proxy.Setup(mgr, o, v1alpha1.KVMProxyGroupVersionKind, &v1alpha1.KVMProxy{}, c, backend.MaxNameLibvirt)
 	}
 	bg := proxy.CollectorConfig[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
+		Backend:    BackendName,
 		Kube:       mgr.GetClient(),
 		NewBackend: f,
 		NewOwners:  func() client.ObjectList { return &v1alpha1.KVMProxyList{} },

@@ -12,9 +12,11 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -24,9 +26,26 @@ const (
 	errListConfigs = "cannot list provider configs"
 )
 
+// resultError is the result label of an instance whose Delete failed.
+const resultError = "error"
+
+// gcInstances counts what the garbage collector decided about each listed
+// instance, so an operator sees that another installation's instances are
+// skipped rather than collected. It is registered with controller-runtime's
+// registry, which the manager serves.
+var gcInstances = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "egressproxy_gc_instances_total",
+	Help: "Instances seen by the garbage collector, by backend and result: deleted, skipped_foreign, skipped_live, skipped_young or error.",
+}, []string{"backend", "result"})
+
+func init() {
+	metrics.Registry.MustRegister(gcInstances)
+}
+
 // Collector deletes instances whose managed resource is gone: the backend
-// lists what carries this provider's labels, and what no resource owns and
-// is older than a minimum age is deleted. It catches what a crash, a forced
+// lists what carries this provider's labels, and what is marked as this
+// provider instance's, no resource owns and is older than a minimum age is
+// deleted (backend.Judge). It catches what a crash, a forced
 // finalizer removal or a restored backup left behind.
 type Collector[P, O any] struct {
 	kube       client.Client
@@ -35,6 +54,7 @@ type Collector[P, O any] struct {
 	newOwners func() client.ObjectList
 	// newConfigs returns empty lists of ProviderConfigs and ClusterProviderConfigs.
 	newConfigs       func() (pcs, cpcs client.ObjectList)
+	backend          string
 	providerInstance string
 	minAge, interval time.Duration
 	log              logging.Logger
@@ -43,6 +63,9 @@ type Collector[P, O any] struct {
 
 // CollectorConfig is what a Collector needs.
 type CollectorConfig[P, O any] struct {
+	// Backend names the backend in the GC metric, as in the backend call
+	// metrics.
+	Backend    string
 	Kube       client.Client
 	NewBackend BackendFactory[P, O]
 	NewOwners  func() client.ObjectList
@@ -52,7 +75,7 @@ type CollectorConfig[P, O any] struct {
 // NewCollector returns a Collector that runs every o.GCInterval.
 func NewCollector[P, O any](c CollectorConfig[P, O], o Options) *Collector[P, O] {
 	return &Collector[P, O]{
-		kube: c.Kube, newBackend: c.NewBackend, newOwners: c.NewOwners, newConfigs: c.NewConfigs,
+		backend: c.Backend, kube: c.Kube, newBackend: c.NewBackend, newOwners: c.NewOwners, newConfigs: c.NewConfigs,
 		providerInstance: o.ProviderInstance, minAge: o.GCMinAge, interval: o.GCInterval,
 		log: o.Logger, now: time.Now,
 	}
@@ -106,14 +129,21 @@ func (c *Collector[P, O]) Collect(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, in := range instances {
-			if seen[in.ID] || !backend.Collectable(in, c.providerInstance, exists, c.minAge, c.now()) {
+			if seen[in.ID] {
 				continue
 			}
 			seen[in.ID] = true
+			v := backend.Judge(in, c.providerInstance, exists, c.minAge, c.now())
+			if v != backend.VerdictCollect {
+				gcInstances.WithLabelValues(c.backend, string(v)).Inc()
+				continue
+			}
 			if err := b.Delete(ctx, backend.Desired[P]{Name: in.Name, Ownership: in.Ownership}); err != nil {
+				gcInstances.WithLabelValues(c.backend, resultError).Inc()
 				last = err
 				continue
 			}
+			gcInstances.WithLabelValues(c.backend, string(v)).Inc()
 			deleted++
 		}
 	}
