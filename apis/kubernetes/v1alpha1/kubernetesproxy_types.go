@@ -22,11 +22,13 @@ import (
 type KubernetesProxyParameters struct {
 	commonv1alpha1.ProxyParameters `json:",inline"`
 
-	// Namespace of the target cluster the proxy runs in. It must exist.
+	// Namespace of the target cluster the proxy runs in. It must exist, and
+	// the provider config's allowedNamespaces must allow it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namespace is immutable: create a new KubernetesProxy to move the proxy"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-system', 'kube-public', 'kube-node-lease'])",message="spec.forProvider.namespace: kube-system, kube-public and kube-node-lease are reserved for the cluster: choose another namespace"
 	Namespace string `json:"namespace"`
 
 	// Replicas of the proxy. More than one adds a PodDisruptionBudget.
@@ -36,8 +38,12 @@ type KubernetesProxyParameters struct {
 	// +kubebuilder:validation:Maximum=20
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Image of the proxy container; it must run squid with the
-	// configuration mounted at /etc/squid/squid.conf.
+	// Image of the proxy container, which the provider config's
+	// allowedImages must allow. The container runs /usr/sbin/squid as user
+	// 13 (proxy on Debian and Ubuntu) on a read-only root file system, with
+	// the configuration at /etc/squid/squid.conf and the basic_ncsa_auth
+	// helper at /usr/lib/squid/basic_ncsa_auth: a Debian or Ubuntu squid
+	// package provides all of it.
 	// +optional
 	// +kubebuilder:default="docker.io/ubuntu/squid:5.2-22.04_beta"
 	// +kubebuilder:validation:MaxLength=512

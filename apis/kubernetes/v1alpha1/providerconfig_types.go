@@ -40,10 +40,37 @@ type Credentials struct {
 	SecretRef *commonv1alpha1.SecretKeySelector `json:"secretRef,omitempty"`
 }
 
-// ProviderConfigSpec is how the provider reaches a target cluster.
+// ProviderConfigSpec is how the provider reaches a target cluster, and what
+// the proxies that use it may ask of that cluster. The allowlists matter most
+// on a ClusterProviderConfig: every team's proxies use its credentials.
 type ProviderConfigSpec struct {
 	// Credentials of the target cluster.
 	Credentials Credentials `json:"credentials"`
+
+	// AllowedNamespaces of the target cluster the proxies may run in: names,
+	// or "*" for any namespace. Empty allows only the namespace named like the
+	// managed resource's own namespace. kube-system, kube-public and
+	// kube-node-lease are refused whatever this says.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +kubebuilder:validation:XValidation:rule="self.all(n, !(n in ['kube-system', 'kube-public', 'kube-node-lease']))",message="spec.allowedNamespaces: kube-system, kube-public and kube-node-lease are reserved for the cluster and never allowed"
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+
+	// AllowedImages the proxies may run, compared as written (no registry or
+	// tag is implied): an exact reference (registry.example.com/squid:6.10),
+	// or a prefix ending in "/" (every image under that registry or path),
+	// ":" (every tag of that repository) or "@" (every digest of it). Empty
+	// allows only the provider's default image.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^[^\s"'\\]+$`
+	AllowedImages []string `json:"allowedImages,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -66,6 +66,9 @@ func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
 	if d.Params.Namespace == "" {
 		return backend.Permanent(errors.New(errNoNamespace))
 	}
+	if err := b.policy.allow(d); err != nil {
+		return err
+	}
 	htpasswd, err := b.htpasswd(ctx, d)
 	if err != nil {
 		return err

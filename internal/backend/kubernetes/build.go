@@ -8,6 +8,7 @@ package kubernetes
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,11 +53,35 @@ const (
 	portName       = "proxy"
 	volumeConfig   = "config"
 	volumeHtpasswd = "htpasswd"
+	volumeRun      = "run"
+	volumeSpool    = "spool"
+	volumeLogs     = "logs"
 	squidConfPath  = "/etc/squid/squid.conf"
 	htpasswdDir    = "/etc/squid/egressproxy"
-	// Squid in a container logs to the container's streams.
-	accessLog = "/dev/stdout"
-	cacheLog  = "/dev/stderr"
+	squidBinary    = "/usr/sbin/squid"
+	shell          = "/bin/sh"
+)
+
+// The only folders the proxy container writes to, each an emptyDir: the root
+// file system is read-only. They are where Debian's and Ubuntu's squid
+// package puts things, so the image needs no set-up.
+const (
+	runDir   = "/run"             // pid_filename
+	spoolDir = "/var/spool/squid" // coredump_dir, squid's working folder
+	logDir   = "/var/log/squid"   // the log FIFOs, see startScript
+	pidFile  = runDir + "/squid.pid"
+	// accessLog and cacheLog are FIFOs that the container's shell copies to
+	// its stdout and stderr.
+	accessLog = logDir + "/access.log"
+	cacheLog  = logDir + "/cache.log"
+)
+
+// The proxy runs as user and group proxy of Debian and Ubuntu, which own
+// squid's folders in the package; a numeric ID lets the kubelet check
+// runAsNonRoot without reading the image's /etc/passwd.
+const (
+	proxyUID = 13
+	proxyGID = 13
 )
 
 const errRender = "the proxy parameters cannot be turned into a squid configuration"
@@ -96,6 +121,8 @@ func renderConfig(d backend.Desired[Params]) ([]byte, error) {
 	c := backend.SquidConfig(d.Proxy)
 	c.AccessLog = accessLog
 	c.CacheLog = cacheLog
+	c.PIDFile = pidFile
+	c.CoredumpDir = spoolDir
 	c.HtpasswdPath = htpasswdDir + "/" + keyHtpasswd
 	conf, err := squid.Render(c)
 	return conf, backend.Permanent(errors.Wrap(err, errRender))
@@ -188,11 +215,56 @@ func buildDeployment(in instance, checksum string) *appsv1.Deployment {
 	}
 }
 
+// startScript starts squid in the container. squid opens its logs by name,
+// and the container's stdout and stderr are pipes that the runtime may own as
+// root (containerd before 2.0 does), which user proxy may not open as
+// /dev/stdout. So the log files are FIFOs of the proxy's own, which cat
+// copies to the inherited streams. exec keeps squid the container's main
+// process, so it gets the kubelet's SIGTERM and shuts down cleanly.
+func startScript() string {
+	return strings.Join([]string{
+		"set -e",
+		"rm -f " + accessLog + " " + cacheLog,
+		"mkfifo -m 600 " + accessLog + " " + cacheLog,
+		"cat " + accessLog + " &",
+		"cat " + cacheLog + " >&2 &",
+		"exec " + squidBinary + " -N -f " + squidConfPath,
+	}, "\n")
+}
+
+// podSecurityContext and containerSecurityContext meet the Pod Security
+// "restricted" profile, so the proxy runs in namespaces that enforce it:
+// a tenant's proxy is an internet-facing process, and must hold nothing a
+// compromise could use against the cluster.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](proxyUID),
+		RunAsGroup:     ptr.To[int64](proxyGID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
 func buildPodSpec(in instance) corev1.PodSpec {
+	emptyDir := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	}
 	return corev1.PodSpec{
-		Containers:   []corev1.Container{buildContainer(in)},
-		NodeSelector: in.params.NodeSelector,
-		Tolerations:  in.params.Tolerations,
+		Containers: []corev1.Container{buildContainer(in)},
+		// squid needs no Kubernetes API: a token in the pod would only be
+		// something to steal.
+		AutomountServiceAccountToken: ptr.To(false),
+		SecurityContext:              podSecurityContext(),
+		NodeSelector:                 in.params.NodeSelector,
+		Tolerations:                  in.params.Tolerations,
 		// Spread the replicas over nodes: one node going away must not take
 		// the whole proxy, and each node adds an egress IP.
 		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -215,6 +287,9 @@ func buildPodSpec(in instance) corev1.PodSpec {
 				SecretName:  in.name,
 				DefaultMode: ptr.To[int32](0o444),
 			}}},
+			emptyDir(volumeRun),
+			emptyDir(volumeSpool),
+			emptyDir(volumeLogs),
 		},
 	}
 }
@@ -233,17 +308,22 @@ func buildContainer(in instance) corev1.Container {
 		}
 	}
 	return corev1.Container{
-		Name:           containerName,
-		Image:          image(in.params),
-		Ports:          []corev1.ContainerPort{{Name: portName, ContainerPort: in.port, Protocol: corev1.ProtocolTCP}},
-		Resources:      resources(in.params.Resources),
-		ReadinessProbe: probe(2, 5),
-		LivenessProbe:  probe(15, 10),
+		Name:            containerName,
+		Image:           image(in.params),
+		Command:         []string{shell, "-c", startScript()},
+		SecurityContext: containerSecurityContext(),
+		Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: in.port, Protocol: corev1.ProtocolTCP}},
+		Resources:       resources(in.params.Resources),
+		ReadinessProbe:  probe(2, 5),
+		LivenessProbe:   probe(15, 10),
 		VolumeMounts: []corev1.VolumeMount{
 			// subPath keeps the image's other files in /etc/squid; the
 			// checksum annotation rolls the pods when the file changes.
 			{Name: volumeConfig, MountPath: squidConfPath, SubPath: keySquidConf, ReadOnly: true},
 			{Name: volumeHtpasswd, MountPath: htpasswdDir, ReadOnly: true},
+			{Name: volumeRun, MountPath: runDir},
+			{Name: volumeSpool, MountPath: spoolDir},
+			{Name: volumeLogs, MountPath: logDir},
 		},
 	}
 }

@@ -43,7 +43,10 @@ func TestBuild(t *testing.T) {
 				d.Proxy.Port = 0
 			}),
 			want: want{replicas: 2, image: DefaultImage, pdb: true, svcType: corev1.ServiceTypeClusterIP, port: backend.DefaultPort,
-				confLines: []string{"access_log stdio:/dev/stdout", "cache_log /dev/stderr", "/etc/squid/egressproxy/htpasswd"}},
+				confLines: []string{
+					"access_log stdio:/var/log/squid/access.log", "cache_log /var/log/squid/cache.log",
+					"pid_filename /run/squid.pid", "coredump_dir /var/spool/squid", "/etc/squid/egressproxy/htpasswd",
+				}},
 		},
 		"OneReplicaNoPDB": {
 			reason: "A PodDisruptionBudget of minAvailable 1 over one pod would block node drains.",
@@ -212,5 +215,61 @@ func TestClusterID(t *testing.T) {
 				t.Errorf("ClusterID(%q): -want, +got:\n%s", tc.host, diff)
 			}
 		})
+	}
+}
+
+// TestBuildPodSecurity pins the hardening of the proxy pods: the restricted
+// Pod Security profile and more (TestIntegrationPodSecurity has the API
+// server judge it, TestSquidRunsRestricted runs squid so).
+func TestBuildPodSecurity(t *testing.T) {
+	s := mustBuild(t, desired()).deployment.Spec.Template.Spec
+	c := s.Containers[0]
+	got := map[string]any{
+		"automountServiceAccountToken": ptr.Deref(s.AutomountServiceAccountToken, true),
+		"runAsNonRoot":                 ptr.Deref(s.SecurityContext.RunAsNonRoot, false),
+		"runAsUser":                    ptr.Deref(s.SecurityContext.RunAsUser, 0),
+		"runAsGroup":                   ptr.Deref(s.SecurityContext.RunAsGroup, 0),
+		"seccompProfile":               s.SecurityContext.SeccompProfile.Type,
+		"allowPrivilegeEscalation":     ptr.Deref(c.SecurityContext.AllowPrivilegeEscalation, true),
+		"readOnlyRootFilesystem":       ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false),
+		"capabilities":                 c.SecurityContext.Capabilities,
+	}
+	want := map[string]any{
+		"automountServiceAccountToken": false,
+		"runAsNonRoot":                 true,
+		"runAsUser":                    int64(13),
+		"runAsGroup":                   int64(13),
+		"seccompProfile":               corev1.SeccompProfileTypeRuntimeDefault,
+		"allowPrivilegeEscalation":     false,
+		"readOnlyRootFilesystem":       true,
+		"capabilities":                 &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pod hardening: -want, +got:\n%s", diff)
+	}
+
+	// Every path squid writes must be in an emptyDir: the root file system
+	// is read-only.
+	emptyDirs := map[string]bool{}
+	for _, v := range s.Volumes {
+		if v.EmptyDir != nil {
+			emptyDirs[v.Name] = true
+		}
+	}
+	writable := func(p string) bool {
+		for _, m := range c.VolumeMounts {
+			if emptyDirs[m.Name] && !m.ReadOnly && strings.HasPrefix(p, m.MountPath+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range []string{pidFile, accessLog, cacheLog, spoolDir + "/core"} {
+		if !writable(p) {
+			t.Errorf("squid writes %s, which is in no writable emptyDir", p)
+		}
+	}
+	if c.Command[0] != shell || !strings.HasSuffix(c.Command[len(c.Command)-1], "exec "+squidBinary+" -N -f "+squidConfPath) {
+		t.Errorf("the container must exec squid in the foreground from its start script, got %q", c.Command)
 	}
 }

@@ -104,6 +104,8 @@ func diffPodSpec(want, got corev1.PodSpec) []string {
 	d.unequal(p+"nodeSelector", want.NodeSelector, got.NodeSelector)
 	d.unequal(p+"tolerations", want.Tolerations, got.Tolerations)
 	d.unequal(p+"affinity", want.Affinity, got.Affinity)
+	d.unequal(p+"automountServiceAccountToken", want.AutomountServiceAccountToken, got.AutomountServiceAccountToken)
+	d.unequal(p+"securityContext", ownedPodSecurity(want.SecurityContext), ownedPodSecurity(got.SecurityContext))
 	for _, wv := range want.Volumes {
 		gv, ok := volume(got.Volumes, wv.Name)
 		if !ok {
@@ -129,12 +131,36 @@ func diffContainer(want, got corev1.Container) []string {
 	if want.Image != got.Image {
 		d.add("%simage is %q, want %q", p, got.Image, want.Image)
 	}
+	d.unequal(p+"command", want.Command, got.Command)
+	d.unequal(p+"args", want.Args, got.Args)
+	d.unequal(p+"securityContext", ownedSecurity(want.SecurityContext), ownedSecurity(got.SecurityContext))
 	d.unequal(p+"ports", want.Ports, got.Ports)
 	d.unequal(p+"resources", want.Resources, got.Resources)
 	d.unequal(p+"readinessProbe", want.ReadinessProbe, got.ReadinessProbe)
 	d.unequal(p+"livenessProbe", want.LivenessProbe, got.LivenessProbe)
 	d.unequal(p+"volumeMounts", want.VolumeMounts, got.VolumeMounts)
 	return d
+}
+
+// ownedPodSecurity and ownedSecurity keep the fields of a security context
+// that the builders set: the API server may default others (procMount), and
+// admission webhooks may add some (fsGroup), which must not look like drift.
+func ownedPodSecurity(sc *corev1.PodSecurityContext) corev1.PodSecurityContext {
+	if sc == nil {
+		return corev1.PodSecurityContext{}
+	}
+	return corev1.PodSecurityContext{
+		RunAsNonRoot: sc.RunAsNonRoot, RunAsUser: sc.RunAsUser, RunAsGroup: sc.RunAsGroup, SeccompProfile: sc.SeccompProfile,
+	}
+}
+
+func ownedSecurity(sc *corev1.SecurityContext) corev1.SecurityContext {
+	if sc == nil {
+		return corev1.SecurityContext{}
+	}
+	return corev1.SecurityContext{
+		AllowPrivilegeEscalation: sc.AllowPrivilegeEscalation, ReadOnlyRootFilesystem: sc.ReadOnlyRootFilesystem, Capabilities: sc.Capabilities,
+	}
 }
 
 func volume(vs []corev1.Volume, name string) (corev1.Volume, bool) {

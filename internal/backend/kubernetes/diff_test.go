@@ -81,7 +81,32 @@ func TestDiffDeployment(t *testing.T) {
 				d.Spec.Template.Spec.Containers[0].Name = "other"
 				return d
 			},
-			want: []string{"Deployment pod spec.volumes has no htpasswd", "Deployment pod spec.containers has no squid"},
+			want: []string{
+				"Deployment pod spec.volumes has no htpasswd",
+				"Deployment pod spec.volumes has no run",
+				"Deployment pod spec.volumes has no spool",
+				"Deployment pod spec.volumes has no logs",
+				"Deployment pod spec.containers has no squid",
+			},
+		},
+		"Hardening": {
+			reason: "A pod that gets a token, runs as root, may write its root file system or escalate is drift.",
+			got: func(d *appsv1.Deployment) *appsv1.Deployment {
+				s := &d.Spec.Template.Spec
+				s.AutomountServiceAccountToken = nil
+				s.SecurityContext.RunAsUser = ptr.To[int64](0)
+				c := &s.Containers[0]
+				c.SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+				c.SecurityContext.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}
+				c.Command = nil
+				return d
+			},
+			want: []string{
+				"Deployment pod spec.automountServiceAccountToken differs",
+				"Deployment pod spec.securityContext differs",
+				"Deployment container squid command differs",
+				"Deployment container squid securityContext differs",
+			},
 		},
 	}
 	for name, tc := range cases {
@@ -234,14 +259,20 @@ func TestDiffPDB(t *testing.T) {
 func TestMergeDeployment(t *testing.T) {
 	want := mustBuild(t, desired(withReplicas(3), withImage("squid:7"), withDestinations(".example.org"))).deployment
 	got := serverDefaulted(mustBuild(t, desired()).deployment)
+	// As a Deployment made before the pods were hardened.
+	got.Spec.Template.Spec.SecurityContext.RunAsUser = nil
+	got.Spec.Template.Spec.AutomountServiceAccountToken = nil
 	mergeDeployment(want, got)
 	if diff := diffDeployment(want, got); diff != nil {
 		t.Errorf("after mergeDeployment, diffDeployment(...) = %v, want none", diff)
 	}
 	tmpl := got.Spec.Template
-	if tmpl.Annotations["kubectl.kubernetes.io/restartedAt"] == "" || len(tmpl.Spec.Containers) != 2 || len(tmpl.Spec.Volumes) != 3 {
+	if tmpl.Annotations["kubectl.kubernetes.io/restartedAt"] == "" || len(tmpl.Spec.Containers) != 2 || len(tmpl.Spec.Volumes) != 6 {
 		t.Errorf("mergeDeployment must keep what others added: annotations %v, %d containers, %d volumes",
 			tmpl.Annotations, len(tmpl.Spec.Containers), len(tmpl.Spec.Volumes))
+	}
+	if ptr.Deref(tmpl.Spec.SecurityContext.FSGroup, 0) != 2000 {
+		t.Errorf("mergeDeployment must keep the pod security context fields others set: %+v", tmpl.Spec.SecurityContext)
 	}
 }
 

@@ -10,6 +10,10 @@ SPDX-License-Identifier: Apache-2.0
 // PodDisruptionBudget, all named after the instance and labelled with its
 // ownership.
 //
+// A Policy from the provider config limits the namespaces and images a
+// proxy may ask for (policy.go), and the pods meet the Pod Security
+// "restricted" profile (build.go).
+//
 // The credentials of the target cluster need, in the proxy namespaces:
 // get, list, create, update and delete on configmaps, secrets, services,
 // deployments.apps and poddisruptionbudgets.policy; list on pods; and, cluster

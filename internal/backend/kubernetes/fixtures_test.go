@@ -116,7 +116,10 @@ func serverDefaulted(dep *appsv1.Deployment) *appsv1.Deployment {
 	s.DNSPolicy = corev1.DNSClusterFirst
 	s.SchedulerName = "default-scheduler"
 	s.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	s.SecurityContext = &corev1.PodSecurityContext{}
+	// A webhook adds a group; the API server defaults procMount.
+	s.SecurityContext.FSGroup = ptr.To[int64](2000)
+	s.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.DefaultProcMount)
+	s.AutomountServiceAccountToken = ptr.To(false)
 	s.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 	s.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
 	s.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageReadFile

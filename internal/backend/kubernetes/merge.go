@@ -40,12 +40,26 @@ func mergeDeployment(want, got *appsv1.Deployment) {
 	gs.NodeSelector = ws.NodeSelector
 	gs.Tolerations = ws.Tolerations
 	gs.Affinity = ws.Affinity
+	gs.AutomountServiceAccountToken = ws.AutomountServiceAccountToken
+	gs.SecurityContext = mergePodSecurity(ws.SecurityContext, gs.SecurityContext)
 	for _, v := range ws.Volumes {
 		gs.Volumes = replaceVolume(gs.Volumes, v)
 	}
 	for _, c := range ws.Containers {
 		gs.Containers = replaceContainer(gs.Containers, c)
 	}
+}
+
+// mergePodSecurity writes the fields of want that the builders own into a
+// copy of got, keeping what others set (an fsGroup a webhook adds, say).
+func mergePodSecurity(want, got *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+	if got == nil {
+		return want
+	}
+	out := got.DeepCopy()
+	out.RunAsNonRoot, out.RunAsUser, out.RunAsGroup = want.RunAsNonRoot, want.RunAsUser, want.RunAsGroup
+	out.SeccompProfile = want.SeccompProfile
+	return out
 }
 
 func replaceVolume(vs []corev1.Volume, v corev1.Volume) []corev1.Volume {

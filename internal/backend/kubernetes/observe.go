@@ -74,6 +74,11 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 		return o, err
 	}
 	diffs := compare(want, l, d)
+	if err := b.policy.allow(d); err != nil {
+		// Not an error: Observe must still find the instance, so that the
+		// resource can be deleted. Update then refuses with the reason.
+		diffs = append(diffs, err.Error())
+	}
 	svc := l.service
 	if svc != nil && !backend.OwnedBy(backend.KubernetesLabelKeys, svc.GetLabels(), d.Ownership) {
 		// Never hand clients the address of another resource's Service.

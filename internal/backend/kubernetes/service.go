@@ -52,6 +52,7 @@ type (
 type Backend struct {
 	kube    kube
 	cluster string
+	policy  *Policy
 }
 
 // Option configures a Backend.

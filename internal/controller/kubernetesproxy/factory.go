@@ -79,8 +79,11 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
 	}
+	// The generation is part of the cache key, so a changed allowlist
+	// rebuilds the backend with the new policy.
 	key := string(cfg.Object.GetUID())
 	version := strconv.FormatInt(cfg.Object.GetGeneration(), 10)
+	p := policy(cfg, spec)
 	switch src := spec.Credentials.Source; src {
 	case v1alpha1.CredentialsSourceSecret:
 		ref := spec.Credentials.SecretRef
@@ -100,7 +103,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 			if err != nil {
 				return nil, err
 			}
-			return f.newBackend(rc)
+			return f.newBackend(rc, p)
 		})
 	case v1alpha1.CredentialsSourceInjectedIdentity:
 		return f.cache.Get(key, version, func() (Backend, error) {
@@ -110,21 +113,31 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 					return nil, backend.Permanent(errors.Wrap(err, errInCluster))
 				}
 			}
-			return f.newBackend(rc)
+			return f.newBackend(rc, p)
 		})
 	default:
 		return nil, backend.Permanent(errors.Errorf(errFmtSource, src))
 	}
 }
 
-func (f *factory) newBackend(rc *rest.Config) (Backend, error) {
+// policy returns what the proxies of cfg may ask of the target cluster,
+// named after the config for messages.
+func policy(cfg proxy.Config, spec v1alpha1.ProviderConfigSpec) kubernetes.Policy {
+	name := v1alpha1.ClusterProviderConfigKind + " " + cfg.Object.GetName()
+	if ns := cfg.Object.GetNamespace(); ns != "" {
+		name = v1alpha1.ProviderConfigKind + " " + ns + "/" + cfg.Object.GetName()
+	}
+	return kubernetes.Policy{Config: name, Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages}
+}
+
+func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, error) {
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = f.timeout
 	rc.UserAgent = "provider-egressproxy"
 	if rc.QPS == 0 {
 		rc.QPS, rc.Burst = clientQPS, clientBurst
 	}
-	b, err := kubernetes.NewForConfig(rc)
+	b, err := kubernetes.NewForConfig(rc, kubernetes.WithPolicy(p))
 	if err != nil {
 		return nil, err
 	}

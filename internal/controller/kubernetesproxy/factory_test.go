@@ -277,3 +277,101 @@ func TestFactoryIntegration(t *testing.T) {
 		t.Errorf("the backend must implement HealthChecker and be healthy with admin credentials")
 	}
 }
+
+// TestFactoryPolicy shows that the backend enforces the allowlists of the
+// config it was built from, names the field and the config, and picks up a
+// changed allowlist. A refused proxy makes no call; an allowed one here
+// reaches a closed loopback port and fails as Transient.
+func TestFactoryPolicy(t *testing.T) {
+	desired := func(ns, image string) backend.Desired[v1alpha1.KubernetesProxyParameters] {
+		return backend.Desired[v1alpha1.KubernetesProxyParameters]{
+			Name:        "egp-policy-test",
+			Ownership:   backend.Ownership{Owner: backend.Owner{UID: "uid-1", Namespace: testConfigNS, Name: "web"}, ProviderInstance: "default"},
+			Proxy:       commonv1alpha1.ProxyParameters{Port: 3128, AllowedClientCIDRs: []string{"10.0.0.0/8"}},
+			Credentials: backend.Credentials{Username: "u", Password: "p"},
+			Params:      v1alpha1.KubernetesProxyParameters{Namespace: ns, Image: &image},
+		}
+	}
+	cluster := func(namespaces, images []string) proxy.Config {
+		cfg := injectedConfig()
+		pc := cfg.Object.(*v1alpha1.ClusterProviderConfig) //nolint:forcetypeassert // injectedConfig makes one.
+		pc.Spec.AllowedNamespaces, pc.Spec.AllowedImages = namespaces, images
+		return cfg
+	}
+	cases := map[string]struct {
+		reason string
+		cfg    proxy.Config
+		d      backend.Desired[v1alpha1.KubernetesProxyParameters]
+		want   backend.Class
+		msg    string
+	}{
+		"ProviderConfigOwnNamespace": {
+			reason: "A ProviderConfig with no allowedNamespaces lets a proxy run in the namespace named like its resource's.",
+			cfg:    secretConfig(ref()),
+			d:      desired(testConfigNS, kubernetes.DefaultImage),
+			want:   backend.ClassTransient,
+		},
+		"ProviderConfigOtherNamespace": {
+			reason: "A ProviderConfig with no allowedNamespaces refuses another namespace, naming the field and the config.",
+			cfg:    secretConfig(ref()),
+			d:      desired("team-b", kubernetes.DefaultImage),
+			want:   backend.ClassPermanent,
+			msg:    `spec.forProvider.namespace "team-b" is not allowed by ProviderConfig team-a/pc`,
+		},
+		"ClusterListed": {
+			reason: "A listed namespace and image are allowed.",
+			cfg:    cluster([]string{"egress"}, []string{"registry.example.com/"}),
+			d:      desired("egress", "registry.example.com/squid:6"),
+			want:   backend.ClassTransient,
+		},
+		"ClusterImage": {
+			reason: "An image outside allowedImages is refused, naming the field and the config.",
+			cfg:    cluster([]string{"egress"}, []string{"registry.example.com/"}),
+			d:      desired("egress", "docker.io/evil/squid:1"),
+			want:   backend.ClassPermanent,
+			msg:    `spec.forProvider.image "docker.io/evil/squid:1" is not allowed by ClusterProviderConfig cpc`,
+		},
+		"ClusterKubeSystem": {
+			reason: `kube-system is refused even when the config allows "*".`,
+			cfg:    cluster([]string{"*"}, nil),
+			d:      desired("kube-system", kubernetes.DefaultImage),
+			want:   backend.ClassPermanent,
+			msg:    `spec.forProvider.namespace "kube-system" is refused`,
+		},
+	}
+	closed := &rest.Config{Host: "https://127.0.0.1:1"}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kc := kubeconfig(t, closed.Host, nil)
+			b, err := NewFactory(WithInjectedConfig(closed), WithCallTimeout(5e9))(t.Context(), control(t, kc), tc.cfg)
+			if err != nil {
+				t.Fatalf("factory: %v", err)
+			}
+			err = b.Create(t.Context(), tc.d)
+			if diff := cmp.Diff(tc.want, backend.ClassOf(err)); diff != "" {
+				t.Errorf("%s\nCreate class: -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
+			}
+			if tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
+				t.Errorf("%s\nCreate = %v, want a message containing %q", tc.reason, err, tc.msg)
+			}
+		})
+	}
+
+	t.Run("ChangedAllowlist", func(t *testing.T) {
+		f := NewFactory(WithInjectedConfig(closed), WithCallTimeout(5e9))
+		cfg := cluster([]string{"egress"}, nil)
+		d := desired("proxies", kubernetes.DefaultImage)
+		for i, want := range []backend.Class{backend.ClassPermanent, backend.ClassTransient} {
+			b, err := f(t.Context(), control(t, nil), cfg)
+			if err != nil {
+				t.Fatalf("factory: %v", err)
+			}
+			if err := b.Create(t.Context(), d); backend.ClassOf(err) != want {
+				t.Errorf("Create #%d = %v, want class %s", i, err, want)
+			}
+			pc := cfg.Object.(*v1alpha1.ClusterProviderConfig) //nolint:forcetypeassert // cluster makes one.
+			pc.Spec.AllowedNamespaces = append(pc.Spec.AllowedNamespaces, "proxies")
+			pc.SetGeneration(pc.GetGeneration() + 1)
+		}
+	})
+}

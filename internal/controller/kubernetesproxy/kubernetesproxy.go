@@ -81,6 +81,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
 		return proxy.Setup(mgr, o, v1alpha1.KubernetesProxyGroupVersionKind, &v1alpha1.KubernetesProxy{}, c, backend.MaxNameKubernetes)
 	}
 	bg := proxy.CollectorConfig[v1alpha1.KubernetesProxyParameters, v1alpha1.KubernetesProxyObservation]{
+		Backend:    BackendName,
 		Kube:       mgr.GetClient(),
 		NewBackend: f,
 		NewOwners:  func() client.ObjectList { return &v1alpha1.KubernetesProxyList{} },

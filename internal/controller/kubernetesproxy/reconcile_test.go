@@ -48,7 +48,7 @@ func startProvider(t *testing.T, e *kube.Env) {
 	})
 }
 
-func kubeconfigConfig(t *testing.T, e *kube.Env, ns, name string, kubeconfig []byte) {
+func kubeconfigConfig(t *testing.T, e *kube.Env, ns, name string, kubeconfig []byte, allowedNamespaces ...string) {
 	t.Helper()
 	ctx := t.Context()
 	if err := e.Client.Create(ctx, &corev1.Secret{
@@ -62,7 +62,7 @@ func kubeconfigConfig(t *testing.T, e *kube.Env, ns, name string, kubeconfig []b
 		Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.Credentials{
 			Source:    v1alpha1.CredentialsSourceSecret,
 			SecretRef: &commonv1alpha1.SecretKeySelector{SecretReference: commonv1alpha1.SecretReference{Name: name}, Key: "kubeconfig"},
-		}},
+		}, AllowedNamespaces: allowedNamespaces},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,9 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfigConfig(t, e, ns, "target", kc)
-	kubeconfigConfig(t, e, ns, "broken", []byte("apiVersion: v1\nkind: Config\nclusters: {not: a list}\n"))
+	kubeconfigConfig(t, e, ns, "target", kc, target)
+	kubeconfigConfig(t, e, ns, "broken", []byte("apiVersion: v1\nkind: Config\nclusters: {not: a list}\n"), target)
+	kubeconfigConfig(t, e, ns, "default", kc)
 
 	mg := managedProxy(ns, "proxy", "target", target)
 	if err := e.Client.Create(ctx, mg); err != nil {
@@ -170,6 +171,22 @@ func TestKubernetesProxyThroughTheManagedReconciler(t *testing.T) {
 		}
 		c := got.GetCondition(xpv2.TypeSynced)
 		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "cannot parse the kubeconfig in Secret "+ns+"/broken"), c.Message
+	})
+
+	// A namespace the config does not allow: refused before any object is
+	// made, with the field and the config named.
+	refused := managedProxy(ns, "refused", "default", target)
+	if err := e.Client.Create(ctx, refused); err != nil {
+		t.Fatal(err)
+	}
+	wantMsg := `spec.forProvider.namespace "` + target + `" is not allowed by ProviderConfig ` + ns + `/default`
+	kube.Eventually(t, "Synced=False naming the refused namespace", func() (bool, string) {
+		got := &v1alpha1.KubernetesProxy{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "refused"}, got); err != nil {
+			return false, err.Error()
+		}
+		c := got.GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, wantMsg), c.Message
 	})
 
 	// Deleting the resource removes everything it made in the target.

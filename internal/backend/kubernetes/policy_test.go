@@ -1,0 +1,199 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package kubernetes
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+const testConfig = "ClusterProviderConfig default"
+
+func withPolicy(namespaces, images []string) *Policy {
+	return &Policy{Config: testConfig, Namespaces: namespaces, Images: images}
+}
+
+func TestPolicy(t *testing.T) {
+	type want struct {
+		class backend.Class
+		// phrases the message must hold.
+		phrases []string
+	}
+	refused := func(phrases ...string) want { return want{class: backend.ClassPermanent, phrases: phrases} }
+	cases := map[string]struct {
+		reason string
+		policy *Policy
+		d      backend.Desired[Params]
+		want   want
+	}{
+		"NoPolicy": {
+			reason: "Without a policy (a backend built by hand) any namespace but the reserved ones goes.",
+			d:      desired(),
+		},
+		"NoPolicyKubeSystem": {
+			reason: "kube-system is refused even without a policy.",
+			d:      desired(inNamespace("kube-system")),
+			want:   refused(`spec.forProvider.namespace "kube-system" is refused`, "any provider config"),
+		},
+		"AnyNamespaceNotReserved": {
+			reason: `"*" does not open kube-node-lease.`,
+			policy: withPolicy([]string{AnyNamespace}, nil),
+			d:      desired(inNamespace("kube-node-lease")),
+			want:   refused(`spec.forProvider.namespace "kube-node-lease" is refused`, testConfig),
+		},
+		"ListedNotReserved": {
+			reason: "Listing kube-public (admission refuses that too) does not open it.",
+			policy: withPolicy([]string{"kube-public"}, nil),
+			d:      desired(inNamespace("kube-public")),
+			want:   refused(`spec.forProvider.namespace "kube-public" is refused`),
+		},
+		"EmptyOwnNamespace": {
+			reason: "An empty allowedNamespaces allows the namespace named like the resource's own.",
+			policy: withPolicy(nil, nil),
+			d:      desired(inNamespace(testOwnership().Owner.Namespace)),
+		},
+		"EmptyOtherNamespace": {
+			reason: "An empty allowedNamespaces refuses any other namespace, and says which one it allows.",
+			policy: withPolicy(nil, nil),
+			d:      desired(),
+			want: refused(`spec.forProvider.namespace "proxies" is not allowed by ClusterProviderConfig default`,
+				`spec.allowedNamespaces is empty, which allows only "team-a"`),
+		},
+		"Listed": {
+			reason: "A listed namespace is allowed.",
+			policy: withPolicy([]string{"egress", testNS}, nil),
+			d:      desired(),
+		},
+		"NotListed": {
+			reason: "A namespace not in the list is refused, naming the list.",
+			policy: withPolicy([]string{"egress"}, nil),
+			d:      desired(),
+			want:   refused(`spec.forProvider.namespace "proxies"`, `spec.allowedNamespaces allow "egress"`),
+		},
+		"AnyNamespace": {
+			reason: `"*" allows any namespace that is not reserved.`,
+			policy: withPolicy([]string{AnyNamespace}, nil),
+			d:      desired(),
+		},
+		"DefaultImage": {
+			reason: "An empty allowedImages allows the default image.",
+			policy: withPolicy([]string{testNS}, nil),
+			d:      desired(),
+		},
+		"OtherImageByDefault": {
+			reason: "An empty allowedImages refuses any other image.",
+			policy: withPolicy([]string{testNS}, nil),
+			d:      desired(withImage("docker.io/evil/squid:1")),
+			want: refused(`spec.forProvider.image "docker.io/evil/squid:1" is not allowed by ClusterProviderConfig default`,
+				"spec.allowedImages is empty, which allows only the default image "),
+		},
+		"Exact": {
+			reason: "An exact reference allows that image.",
+			policy: withPolicy([]string{testNS}, []string{"registry.example.com/squid:6.10"}),
+			d:      desired(withImage("registry.example.com/squid:6.10")),
+		},
+		"ExactIsNotPrefix": {
+			reason: "An entry that ends in no separator is no prefix.",
+			policy: withPolicy([]string{testNS}, []string{"registry.example.com/squid"}),
+			d:      desired(withImage("registry.example.com/squid-evil:1")),
+			want:   refused(`spec.forProvider.image`, `spec.allowedImages allow "registry.example.com/squid"`),
+		},
+		"DefaultNotImplied": {
+			reason: "A list replaces the default: the default image is allowed only when listed.",
+			policy: withPolicy([]string{testNS}, []string{"registry.example.com/"}),
+			d:      desired(),
+			want:   refused(`spec.forProvider.image "` + DefaultImage + `"`),
+		},
+		"PathPrefix": {
+			reason: `A prefix ending in "/" allows every image under it.`,
+			policy: withPolicy([]string{testNS}, []string{"registry.example.com/proxies/"}),
+			d:      desired(withImage("registry.example.com/proxies/team/squid:6")),
+		},
+		"TagPrefix": {
+			reason: `A prefix ending in ":" allows every tag of one repository.`,
+			policy: withPolicy([]string{testNS}, []string{"docker.io/ubuntu/squid:"}),
+			d:      desired(withImage("docker.io/ubuntu/squid:6.10-24.10_beta")),
+		},
+		"DigestPrefix": {
+			reason: `A prefix ending in "@" allows every digest of one repository.`,
+			policy: withPolicy([]string{testNS}, []string{"docker.io/ubuntu/squid@"}),
+			d:      desired(withImage("docker.io/ubuntu/squid@sha256:0123")),
+		},
+		"TagPrefixIsNotPortPrefix": {
+			reason: `A prefix ending in ":" allows no path after it, so a host entry is not every repository on a port.`,
+			policy: withPolicy([]string{testNS}, []string{"registry.example.com:"}),
+			d:      desired(withImage("registry.example.com:5000/evil:1")),
+			want:   refused(`spec.forProvider.image "registry.example.com:5000/evil:1"`),
+		},
+		"NotNormalised": {
+			reason: "References compare as written: a short name is not its docker.io form.",
+			policy: withPolicy([]string{testNS}, []string{"docker.io/library/squid:6"}),
+			d:      desired(withImage("squid:6")),
+			want:   refused(`spec.forProvider.image "squid:6"`),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := tc.policy.allow(tc.d)
+			if diff := cmp.Diff(tc.want.class, backend.ClassOf(err)); diff != "" {
+				t.Fatalf("%s\nallow(...): -want class, +got:\n%s\n%v", tc.reason, diff, err)
+			}
+			for _, p := range tc.want.phrases {
+				if !strings.Contains(err.Error(), p) {
+					t.Errorf("%s\nallow(...) = %q, want it to say %q", tc.reason, err, p)
+				}
+			}
+		})
+	}
+}
+
+// TestPolicyGuardsTheBackend shows that a refused proxy reaches the target
+// cluster with no call, and that an existing one found refused is reported
+// not up to date rather than lost, so its resource can still be deleted.
+func TestPolicyGuardsTheBackend(t *testing.T) {
+	d := desired()
+	p := WithPolicy(Policy{Config: testConfig, Namespaces: []string{"egress"}})
+	calls := 0
+	count := func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+		calls++
+		return nil
+	}
+	get := func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+		calls++
+		return nil
+	}
+	b := New(failing(t, interceptor.Funcs{Create: count, Get: get}), p)
+	for name, fn := range map[string]func(context.Context, backend.Desired[Params]) error{"Create": b.Create, "Update": b.Update} {
+		err := fn(t.Context(), d)
+		if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), fieldNamespace) {
+			t.Errorf("%s of a refused namespace = %v, want a Permanent error naming %s", name, err, fieldNamespace)
+		}
+	}
+	if calls != 0 {
+		t.Errorf("a refused proxy made %d calls to the target cluster, want none", calls)
+	}
+
+	// Made before the allowlist changed.
+	c := created(t, d)
+	o, err := New(c, p).Observe(t.Context(), d)
+	if err != nil {
+		t.Fatalf("Observe of an existing, now refused proxy: %v; want it found, so it can be deleted", err)
+	}
+	if o.UpToDate || !strings.Contains(o.Diff, `spec.forProvider.namespace "proxies" is not allowed`) {
+		t.Errorf("Observe of a refused proxy: UpToDate %v, Diff %q; want not up to date, saying why", o.UpToDate, o.Diff)
+	}
+	if err := New(c, p).Delete(t.Context(), d); err != nil {
+		t.Errorf("Delete of a refused proxy: %v; want it deleted", err)
+	}
+}
