@@ -22,7 +22,8 @@ import (
 )
 
 // brokenNamespace is where the broken kubernetes Composition puts proxies:
-// a namespace that does not exist in the target cluster.
+// a namespace the ClusterProviderConfig does not allow (and that does not
+// exist in the target cluster): the provider refuses it before any call.
 const brokenNamespace = "no-such-namespace"
 
 var _ = describeBackend(backendCase{
@@ -31,10 +32,10 @@ var _ = describeBackend(backendCase{
 	egressIP:    MatchRegexp(`^203\.0\.113\.1[0-9]$`),
 	backendGone: kubernetesGone,
 	failure: failureCase{
-		what:    "its target namespace does not exist",
+		what:    "its target namespace is not allowed by the ProviderConfig",
 		setup:   applyBrokenKubernetesComposition,
 		cleanup: deleteBrokenKubernetesComposition,
-		message: And(ContainSubstring(brokenNamespace), ContainSubstring("not found")),
+		message: And(ContainSubstring(brokenNamespace), ContainSubstring("spec.allowedNamespaces")),
 	},
 })
 

@@ -98,6 +98,8 @@ type Cluster struct {
 	// network first, which a VM on the sandbox's blank image needs to get
 	// an address and become Ready.
 	KVMNetworkBoot bool
+	// ProviderMetricsURL serves the provider's Prometheus metrics.
+	ProviderMetricsURL string
 	// Unavailable are the backends asked for whose test doubles cannot run
 	// on this machine, and why: Start goes on without them.
 	Unavailable map[Backend]string

@@ -72,6 +72,7 @@ func (c *Cluster) startProvider(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.ProviderMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	return c.waitFor(ctx, p, 60*time.Second, errProviderReady, func(ctx context.Context) (bool, error) {
 		return httpOK(ctx, url), nil
@@ -119,6 +120,9 @@ func KubernetesProviderConfig(kind, namespace, name, secretNamespace string) *un
 		"metadata":   map[string]any{"name": name},
 		"spec": map[string]any{
 			"credentials": map[string]any{"source": "Secret", "secretRef": ref},
+			// The Compositions put the proxies in ProxyNamespace, which an
+			// empty list (the claim's namespace only) would refuse.
+			"allowedNamespaces": []any{ProxyNamespace},
 		},
 	}}
 	if namespace != "" {
