@@ -12,13 +12,16 @@ package function
 
 import (
 	"context"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
@@ -32,6 +35,10 @@ const (
 	errSetDesiredXR   = "cannot set the desired composite resource"
 	errSetDesiredMRs  = "cannot set the desired composed resources"
 )
+
+// msgBreaksGuardrails starts the warning for a claim that breaks the
+// guardrails; the violations follow.
+const msgBreaksGuardrails = "the claim breaks the guardrails of its Composition, so nothing new is composed for it: "
 
 // Function composes an egress proxy.
 type Function struct {
@@ -48,7 +55,8 @@ func NewFunction(log logging.Logger) *Function {
 // RunFunction composes the managed resource of the input's backend for the
 // XR, and returns the XR's status and connection details from the observed
 // managed resource. Input it cannot honour is a fatal result; Crossplane then
-// leaves what is composed as it is.
+// leaves what is composed as it is. A claim that breaks the input's
+// guardrails is not a fatal result, so that its owner sees why on the claim.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, response.DefaultTTL)
 
@@ -69,12 +77,24 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log := f.log.WithValues("xr", oxr.Resource.GetName(), "backend", in.Backend)
 
-	p, err := proxyFrom(oxr.Resource)
+	ref, err := claimOf(oxr.Resource)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	mr, warnings, err := b.compose(in, p)
+	ref.require(rsp)
+	ns, fetched, err := claimNamespace(req, oxr.Resource, ref)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	if !fetched {
+		// Crossplane fetches the claim and calls the function again.
+		log.Debug("Requiring the claim", "claim", ref.Namespace+"/"+ref.Name)
+		return rsp, nil
+	}
+
+	p, err := proxyFrom(oxr.Resource, ns)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -84,11 +104,33 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
+	v, err := violations(in.Guardrails, p.spec)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	if len(v) > 0 {
+		if err := keepObserved(req, rsp, in, oc); err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
+		msg := strings.Join(v, "; ")
+		response.ConditionFalse(rsp, ConditionWithinGuardrails, ReasonForbidden).WithMessage(msg).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New(msgBreaksGuardrails+msg)).TargetCompositeAndClaim()
+		log.Debug("Claim breaks the guardrails", "namespace", p.namespace, "violations", len(v))
+		return rsp, nil
+	}
+	mr, warnings, err := b.compose(in, p)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
 	if err := setDesired(req, rsp, in, b, &resource.DesiredComposed{Resource: mr, Ready: readiness(oc)}, oc); err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 
+	response.ConditionTrue(rsp, ConditionWithinGuardrails, ReasonAllowed).TargetCompositeAndClaim()
 	warnings = append(ignoredSections(in), warnings...)
 	for _, w := range append(warnings, syncWarnings(oc)...) {
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
@@ -123,7 +165,56 @@ func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in 
 	if err := response.SetDesiredComposedResources(rsp, dcs); err != nil {
 		return errors.Wrap(err, errSetDesiredMRs)
 	}
+	return setDesiredXR(req, rsp, in, oc, resource.ReadyUnspecified)
+}
 
+// keepObserved desires every observed composed resource as it is, and
+// nothing else. Crossplane deletes a composed resource that is no longer
+// desired, so a claim changed to break the guardrails would otherwise lose
+// the proxy composed while it was within them; kept, that proxy goes on
+// serving its last allowed configuration, and nothing new is composed.
+func keepObserved(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in *v1alpha1.Input, oc *resource.ObservedComposed) error {
+	ocs, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		return errors.Wrap(err, errGetObservedMRs)
+	}
+	dcs, err := request.GetDesiredComposedResources(req)
+	if err != nil {
+		return errors.Wrap(err, errGetDesiredMRs)
+	}
+	for name, o := range ocs {
+		if _, ok := dcs[name]; ok {
+			// An earlier pipeline step desires it.
+			continue
+		}
+		// Only what composing sets: the observed object also holds
+		// status and metadata others own, which must not be applied.
+		k := composed.New()
+		k.SetAPIVersion(o.Resource.GetAPIVersion())
+		k.SetKind(o.Resource.GetKind())
+		k.SetNamespace(o.Resource.GetNamespace())
+		k.SetName(o.Resource.GetName())
+		if spec, ok := o.Resource.Object["spec"]; ok {
+			k.Object["spec"] = runtime.DeepCopyJSONValue(spec)
+		}
+		dcs[name] = &resource.DesiredComposed{Resource: k, Ready: readiness(&o)}
+	}
+	if err := response.SetDesiredComposedResources(rsp, dcs); err != nil {
+		return errors.Wrap(err, errSetDesiredMRs)
+	}
+	// Without a proxy the claim is not ready, though nothing composed is
+	// unready.
+	ready := resource.ReadyUnspecified
+	if oc == nil {
+		ready = resource.ReadyFalse
+	}
+	return setDesiredXR(req, rsp, in, oc, ready)
+}
+
+// setDesiredXR sets the XR's status and connection details from the observed
+// managed resource on the desired XR, keeping what earlier pipeline steps
+// desired.
+func setDesiredXR(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in *v1alpha1.Input, oc *resource.ObservedComposed, ready resource.Ready) error {
 	dxr, err := request.GetDesiredCompositeResource(req)
 	if err != nil {
 		return errors.Wrap(err, errGetDesiredXR)
@@ -136,5 +227,6 @@ func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in 
 		return err
 	}
 	dxr.ConnectionDetails = connectionDetails(dxr.ConnectionDetails, oc)
+	dxr.Ready = ready
 	return errors.Wrap(response.SetDesiredCompositeResource(rsp, dxr), errSetDesiredXR)
 }

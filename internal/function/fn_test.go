@@ -18,22 +18,64 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/utils/ptr"
 )
 
 const (
 	xrJSON = `{
 		"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy",
 		"metadata": {"name": "web-x7k2p", "labels": {"crossplane.io/claim-name": "web", "crossplane.io/claim-namespace": "team-a"}},
-		"spec": {"port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
-		         "allowedConnectPorts": [443], "credentialsSecretRef": {"name": "web-creds"}, "size": "%s"}}`
+		"spec": {"claimRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxy", "name": "web", "namespace": "team-a"},
+		         "port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
+		         "allowedConnectPorts": [443], "allowedHTTPPorts": [80], "credentialsSecretRef": {"name": "web-creds"}, "size": "%s"}}`
 	xrNoClaimJSON = `{
 		"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy",
 		"metadata": {"name": "web"},
 		"spec": {"allowedClientCIDRs": ["10.0.0.0/8"]}}`
 	commonForProvider = `"port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
-		"allowedConnectPorts": [443], "credentialsSecretRef": {"name": "web-creds"}`
+		"allowedConnectPorts": [443], "allowedHTTPPorts": [80], "credentialsSecretRef": {"name": "web-creds"}`
 	connRef = `"writeConnectionSecretToRef": {"name": "web-x7k2p-proxy-connection"}`
+
+	// claimJSON is the claim of the XR above, as Crossplane returns it for
+	// the function's requirement.
+	claimJSON = `{"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxy",
+		"metadata": {"name": "web", "namespace": "team-a"},
+		"spec": {"resourceRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy", "name": "web-x7k2p"}}}`
 )
+
+// claimed returns the required resources of a request once Crossplane has
+// fetched the claim.
+func claimed() map[string]*fnv1.Resources {
+	return map[string]*fnv1.Resources{requiredClaim: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(claimJSON)}}}}
+}
+
+// claimRequirements asks for claim team-a/web.
+func claimRequirements() *fnv1.Requirements {
+	return &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredClaim: {
+		ApiVersion: "egressproxy.io/v1alpha1",
+		Kind:       "EgressProxy",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: "web"},
+		Namespace:  ptr.To("team-a"),
+	}}}
+}
+
+// composedRsp is the response for a claim that is composed.
+func composedRsp(desired *fnv1.State, results ...*fnv1.Result) *fnv1.RunFunctionResponse {
+	r := rsp(desired, results...)
+	r.Requirements = claimRequirements()
+	r.Conditions = []*fnv1.Condition{{
+		Type: ConditionWithinGuardrails, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: ReasonAllowed,
+		Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+	}}
+	return r
+}
+
+// claimFatal is a fatal result once the function has read the XR's claimRef.
+func claimFatal(msg string) *fnv1.RunFunctionResponse {
+	r := rsp(nil, fatal(msg))
+	r.Requirements = claimRequirements()
+	return r
+}
 
 func xr(size string) *fnv1.Resource {
 	return &fnv1.Resource{Resource: resource.MustStructJSON(fmt.Sprintf(xrJSON, size))}
@@ -87,43 +129,46 @@ func TestRunFunction(t *testing.T) {
 			}},
 			want: want{rsp: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be kubernetes, gcp or kvm`))},
 		},
-		"NoClaimNamespace": {
+		"NoClaimRef": {
 			reason: "An XR not created for a claim has no namespace to compose the proxy in: a fatal result.",
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
 				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xrNoClaimJSON)}},
 			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no crossplane.io/claim-namespace label: it must be created through an EgressProxy claim, whose namespace the proxy is composed in"))},
+			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no spec.claimRef: it must be created through an EgressProxy claim, whose namespace the proxy is composed in"))},
 		},
 		"GCPNoZone": {
 			reason: "A gcp Composition without a zone cannot compose a VM: a fatal result.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:     &fnv1.RequestMeta{Tag: "t"},
-				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp", "gcp": {"zone": ""}}`),
-				Observed: &fnv1.State{Composite: xr("small")},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp", "gcp": {"zone": ""}}`),
+				Observed:          &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: rsp(nil, fatal(errNoGCPZone))},
+			want: want{rsp: claimFatal(errNoGCPZone)},
 		},
 		"KVMNoBaseImage": {
 			reason: "A kvm Composition without a base image cannot compose a VM: a fatal result.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:     &fnv1.RequestMeta{Tag: "t"},
-				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm"}`),
-				Observed: &fnv1.State{Composite: xr("small")},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm"}`),
+				Observed:          &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: rsp(nil, fatal(errNoKVMBaseImage))},
+			want: want{rsp: claimFatal(errNoKVMBaseImage)},
 		},
 		"KubernetesFirstReconcile": {
 			reason: "Before anything is observed the function composes a KubernetesProxy in the claim's namespace, not ready, and sets only the backend on the XR.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes",
 					"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},
 					"kubernetes": {"namespace": "egress", "image": "squid:6", "replicas": {"medium": 4}}}`),
 				Observed: &fnv1.State{Composite: xr("medium")},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io",
@@ -136,11 +181,12 @@ func TestRunFunction(t *testing.T) {
 		"KubernetesNoNamespace": {
 			reason: "Without a target namespace in the input the proxy runs in one named like the claim's namespace, with a warning.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:     &fnv1.RequestMeta{Tag: "t"},
-				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
-				Observed: &fnv1.State{Composite: xr("")},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
+				Observed:          &fnv1.State{Composite: xr("")},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", `"namespace": "team-a", "replicas": 1`, "")),
@@ -151,13 +197,14 @@ func TestRunFunction(t *testing.T) {
 		"GCPLarge": {
 			reason: "A large gcp proxy gets the built-in large machine type and the input's zone, image and network; an input section for another backend is ignored with a warning.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp",
 					"gcp": {"zone": "europe-west1-b", "image": "projects/debian-cloud/global/images/family/debian-12", "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]},
 					"kvm": {"baseImageVolume": "debian-12.qcow2"}}`),
 				Observed: &fnv1.State{Composite: xr("large")},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "gcp"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"gcp-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("GCPProxy", "gcp.m.egressproxy.io",
@@ -170,13 +217,14 @@ func TestRunFunction(t *testing.T) {
 		"KVMSmall": {
 			reason: "A small kvm proxy gets the input's small size and its pool, image, network and domain type.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
 					"kvm": {"pool": "vms", "baseImageVolume": "debian-12.qcow2", "network": {"bridge": "br0"}, "domainType": "qemu", "diskGiB": 4,
 					        "sizes": {"small": {"vcpus": 2, "memoryMiB": 768}}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kvm"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kvm-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KVMProxy", "kvm.m.egressproxy.io",
@@ -189,12 +237,13 @@ func TestRunFunction(t *testing.T) {
 		"KVMBadNetwork": {
 			reason: "A kvm network with both a name and a bridge is a fatal result.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta: &fnv1.RequestMeta{Tag: "t"},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
 					"kvm": {"baseImageVolume": "debian-12.qcow2", "network": {"name": "default", "bridge": "br0"}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: rsp(nil, fatal(errKVMNetwork))},
+			want: want{rsp: claimFatal(errKVMNetwork)},
 		},
 	}
 

@@ -59,8 +59,9 @@ func TestRunFunctionObserved(t *testing.T) {
 		"ObservedReady": {
 			reason: "A ready managed resource makes the desired one ready, and its status and connection details become the XR's.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:  &fnv1.RequestMeta{Tag: "t"},
-				Input: resource.MustStructJSON(kubernetesInput),
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(kubernetesInput),
 				Observed: &fnv1.State{
 					Composite: xr("small"),
 					Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
@@ -69,7 +70,7 @@ func TestRunFunctionObserved(t *testing.T) {
 					}},
 				},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes", "endpoint": "10.96.0.10:3128", "egressIP": "203.0.113.7", "instanceID": "egress/web-x7k2p"}`, conn),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": kubernetesMR(fnv1.Ready_READY_TRUE)},
 			})},
@@ -77,8 +78,9 @@ func TestRunFunctionObserved(t *testing.T) {
 		"ObservedNotSynced": {
 			reason: "A managed resource that cannot be synced stays unready, and the claim gets a warning saying why.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:  &fnv1.RequestMeta{Tag: "t"},
-				Input: resource.MustStructJSON(kubernetesInput),
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(kubernetesInput),
 				Observed: &fnv1.State{
 					Composite: xr("small"),
 					Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
@@ -86,7 +88,7 @@ func TestRunFunctionObserved(t *testing.T) {
 					}},
 				},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes", "endpoint": "10.96.0.10:3128", "egressIP": "203.0.113.7", "instanceID": "egress/web-x7k2p"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": kubernetesMR(fnv1.Ready_READY_FALSE)},
 			}, warning("KubernetesProxy team-a/web-x7k2p-0123456789ab cannot be synced: ReconcileError: cannot create Deployment: forbidden"))},
@@ -94,9 +96,10 @@ func TestRunFunctionObserved(t *testing.T) {
 		"KeepsEarlierSteps": {
 			reason: "What earlier pipeline steps desired, composed resources, XR fields and connection details, is kept.",
 			args: args{req: &fnv1.RunFunctionRequest{
-				Meta:     &fnv1.RequestMeta{Tag: "t"},
-				Input:    resource.MustStructJSON(kubernetesInput),
-				Observed: &fnv1.State{Composite: xr("small")},
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(kubernetesInput),
+				Observed:          &fnv1.State{Composite: xr("small")},
 				Desired: &fnv1.State{
 					Composite: &fnv1.Resource{
 						Resource:          resource.MustStructJSON(`{"status": {"team": "a"}}`),
@@ -108,7 +111,7 @@ func TestRunFunctionObserved(t *testing.T) {
 					}},
 				},
 			}},
-			want: want{rsp: rsp(&fnv1.State{
+			want: want{rsp: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"team": "a", "backend": "kubernetes"}`, map[string][]byte{"ca": []byte("pem")}),
 				Resources: map[string]*fnv1.Resource{
 					"policy": {

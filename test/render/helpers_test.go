@@ -200,3 +200,39 @@ func mustMap(o map[string]any, path ...string) map[string]any {
 func describe(o map[string]any) string {
 	return fmt.Sprintf("%s %s/%s", str(o, "kind"), str(o, "metadata", "namespace"), str(o, "metadata", "name"))
 }
+
+// boundClaim returns the claim as Crossplane has it once it created the XR
+// named xrName for it: its spec.resourceRef names the XR. The function asks
+// for it to prove the XR's claimRef.
+func boundClaim(claim map[string]any, xrName string) map[string]any {
+	b := map[string]any{
+		"apiVersion": str(claim, "apiVersion"),
+		"kind":       str(claim, "kind"),
+		"metadata":   map[string]any{"name": str(claim, "metadata", "name"), "namespace": str(claim, "metadata", "namespace")},
+		"spec":       map[string]any{},
+	}
+	for k, v := range mustMap(claim, "spec") {
+		mustMap(b, "spec")[k] = v
+	}
+	mustMap(b, "spec")["resourceRef"] = map[string]any{"apiVersion": str(claim, "apiVersion"), "kind": "XEgressProxy", "name": xrName}
+	return b
+}
+
+// checkCondition checks an object has a condition of the type with the
+// status, and a message containing msg.
+func checkCondition(t *testing.T, o map[string]any, typ, status, msg string) {
+	t.Helper()
+	conds, _ := field(o, "status", "conditions").([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if str(m, "type") != typ {
+			continue
+		}
+		if str(m, "status") != status || !strings.Contains(str(m, "message"), msg) {
+			t.Errorf("%s condition %s: status %q message %q, want status %q and a message containing %q",
+				describe(o), typ, str(m, "status"), str(m, "message"), status, msg)
+		}
+		return
+	}
+	t.Errorf("%s has no %s condition, want status %s", describe(o), typ, status)
+}

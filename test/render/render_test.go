@@ -64,15 +64,17 @@ func TestRender(t *testing.T) {
 			comp := compositionFor(t, claim)
 			dir := t.TempDir()
 			xr := writeDocs(t, dir, "xr.yaml", xrFor(claim))
+			bound := "--required-resources=" + writeDocs(t, dir, "claim.yaml", boundClaim(claim, str(claim, "metadata", "name")+xrNameSuffix))
 
 			// A new claim: the function composes one managed resource, not ready yet.
-			out := render(t, cli, xr, comp, fns)
+			out := render(t, cli, xr, comp, fns, bound)
 			golden(t, name+".yaml", out)
 			mr := composed(t, splitDocs(t, out))
+			checkCondition(t, splitDocs(t, out)[0], "WithinGuardrails", "True", "")
 
 			// The managed resource is ready: the XR gets its status and is ready.
 			obs := observed(mr)
-			out = render(t, cli, xr, comp, fns, "--observed-resources="+writeDocs(t, dir, "observed.yaml", obs))
+			out = render(t, cli, xr, comp, fns, bound, "--observed-resources="+writeDocs(t, dir, "observed.yaml", obs))
 			golden(t, name+"-observed.yaml", out)
 			checkReady(t, splitDocs(t, out)[0], field(obs, "status", "atProvider").(map[string]any))
 		})
@@ -87,14 +89,29 @@ func TestRenderFatal(t *testing.T) {
 		reason     string
 		claim      string
 		xr         func(xr map[string]any)
+		required   func(claim map[string]any) map[string]any
 		input      func(in map[string]any)
 		wantStderr string
 	}{
-		"NoClaimNamespace": {
-			reason:     "An XR created without a claim has no namespace for the managed resource.",
+		"NoClaimRef": {
+			reason:     "An XR created without a claim has no namespace for the managed resource, whatever its labels say.",
 			claim:      "claim-kubernetes.yaml",
-			xr:         func(xr map[string]any) { delete(mustMap(xr, "metadata", "labels"), labelClaimNS) },
-			wantStderr: `pipeline step "compose-proxy" returned a fatal result: XEgressProxy web-x7k2p has no crossplane.io/claim-namespace label`,
+			xr:         func(xr map[string]any) { delete(mustMap(xr, "spec"), "claimRef") },
+			wantStderr: `pipeline step "compose-proxy" returned a fatal result: XEgressProxy web-x7k2p has no spec.claimRef`,
+		},
+		"ForgedClaim": {
+			reason: "An XR that names another team's claim, which is bound to another XR, gets nothing composed in that team's namespace.",
+			claim:  "claim-kubernetes.yaml",
+			xr: func(xr map[string]any) {
+				mustMap(xr, "metadata", "labels")[labelClaimNS] = "team-b"
+				mustMap(xr, "spec", "claimRef")["namespace"] = "team-b"
+			},
+			required: func(claim map[string]any) map[string]any {
+				b := boundClaim(claim, "web-b8q4z")
+				mustMap(b, "metadata")["namespace"] = "team-b"
+				return b
+			},
+			wantStderr: `returned a fatal result: XEgressProxy web-x7k2p references claim team-b/web in spec.claimRef, but that claim's spec.resourceRef does not name this XEgressProxy`,
 		},
 		"GCPNoZone": {
 			reason:     "A gcp Composition must choose the zone.",
@@ -123,7 +140,12 @@ func TestRenderFatal(t *testing.T) {
 				tc.input(mustMap(field(c, "spec", "pipeline").([]any)[0].(map[string]any), "input"))
 				comp = writeDocs(t, dir, "composition.yaml", c)
 			}
-			stdout, stderr, err := runCLI(t, cli, renderArgs(writeDocs(t, dir, "xr.yaml", xr), comp, fns)...)
+			required := boundClaim(claim, str(xr, "metadata", "name"))
+			if tc.required != nil {
+				required = tc.required(claim)
+			}
+			stdout, stderr, err := runCLI(t, cli, renderArgs(writeDocs(t, dir, "xr.yaml", xr), comp, fns,
+				"--required-resources="+writeDocs(t, dir, "claim.yaml", required))...)
 			if err == nil {
 				t.Fatalf("%s\ncrossplane render succeeded, want a fatal result; stdout:\n%s", tc.reason, stdout)
 			}

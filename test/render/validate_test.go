@@ -167,6 +167,7 @@ func TestValidateRejects(t *testing.T) {
 			"allowedClientCIDRs":  []any{"10.0.0.300/8"},
 			"allowedDestinations": []any{"Bad_Host!", "ok.example.com"},
 			"allowedConnectPorts": []any{0},
+			"allowedHTTPPorts":    []any{},
 			"size":                "huge",
 		},
 	})
@@ -180,6 +181,7 @@ func TestValidateRejects(t *testing.T) {
 		`spec.allowedClientCIDRs[0]: Invalid value: "10.0.0.300/8": spec.allowedClientCIDRs entries must be CIDRs`,
 		`spec.allowedDestinations[0]: Invalid value: "Bad_Host!": spec.allowedDestinations entries must be a lower-case host name`,
 		`spec.allowedConnectPorts[0]: Invalid value: 0`,
+		`spec.allowedHTTPPorts: Invalid value: 0`,
 		`spec.size: Unsupported value: "huge"`,
 	} {
 		if !strings.Contains(stdout, want) {
