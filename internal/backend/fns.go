@@ -9,7 +9,9 @@ package backend
 import "context"
 
 // Fns is a Backend made of functions, for tests: a fake is a struct literal.
-// A nil function succeeds and returns zero values.
+// Calling a method whose function is nil panics with the method's name, as
+// crossplane-runtime's fakes do: a fake that silently succeeded would let a
+// test pass on a call it never expected.
 type Fns[P, O any] struct {
 	ObserveFn func(ctx context.Context, d Desired[P]) (Observation[O], error)
 	CreateFn  func(ctx context.Context, d Desired[P]) error
@@ -18,10 +20,14 @@ type Fns[P, O any] struct {
 	ListFn    func(ctx context.Context) ([]Instance, error)
 }
 
+func unexpected(method string) {
+	panic("backend.Fns: " + method + " was called but " + method + "Fn is nil")
+}
+
 // Observe calls ObserveFn.
 func (f Fns[P, O]) Observe(ctx context.Context, d Desired[P]) (Observation[O], error) {
 	if f.ObserveFn == nil {
-		return Observation[O]{}, nil
+		unexpected("Observe")
 	}
 	return f.ObserveFn(ctx, d)
 }
@@ -29,7 +35,7 @@ func (f Fns[P, O]) Observe(ctx context.Context, d Desired[P]) (Observation[O], e
 // Create calls CreateFn.
 func (f Fns[P, O]) Create(ctx context.Context, d Desired[P]) error {
 	if f.CreateFn == nil {
-		return nil
+		unexpected("Create")
 	}
 	return f.CreateFn(ctx, d)
 }
@@ -37,7 +43,7 @@ func (f Fns[P, O]) Create(ctx context.Context, d Desired[P]) error {
 // Update calls UpdateFn.
 func (f Fns[P, O]) Update(ctx context.Context, d Desired[P]) error {
 	if f.UpdateFn == nil {
-		return nil
+		unexpected("Update")
 	}
 	return f.UpdateFn(ctx, d)
 }
@@ -45,7 +51,7 @@ func (f Fns[P, O]) Update(ctx context.Context, d Desired[P]) error {
 // Delete calls DeleteFn.
 func (f Fns[P, O]) Delete(ctx context.Context, d Desired[P]) error {
 	if f.DeleteFn == nil {
-		return nil
+		unexpected("Delete")
 	}
 	return f.DeleteFn(ctx, d)
 }
@@ -53,7 +59,7 @@ func (f Fns[P, O]) Delete(ctx context.Context, d Desired[P]) error {
 // List calls ListFn.
 func (f Fns[P, O]) List(ctx context.Context) ([]Instance, error) {
 	if f.ListFn == nil {
-		return nil, nil
+		unexpected("List")
 	}
 	return f.ListFn(ctx)
 }

@@ -33,6 +33,8 @@ func TestInstrument(t *testing.T) {
 			return Observation[struct{}]{}, NotFound(errors.New("no such instance"))
 		},
 		CreateFn: func(context.Context, Desired[struct{}]) error { return Quota(errors.New("no CPUs left")) },
+		UpdateFn: func(context.Context, Desired[struct{}]) error { return nil },
+		ListFn:   func(context.Context) ([]Instance, error) { return nil, nil },
 	}
 	b := Instrument(NewInstrumentation(WithMetrics(m), WithTracer(tp.Tracer("test"))), "gce", Backend[struct{}, struct{}](fake))
 	d := Desired[struct{}]{Name: "egp-team-a-proxy-1234abcd"}

@@ -6,7 +6,8 @@ SPDX-License-Identifier: Apache-2.0
 
 // Package config runs the controllers that count the users of every
 // ProviderConfig and ClusterProviderConfig, so a config in use cannot be
-// deleted.
+// deleted, and keeps a namespaced config and its credentials Secret until
+// the managed resources that need them are gone.
 package config
 
 import (
@@ -33,6 +34,12 @@ type group struct {
 	newProviderConfig     func() client.Object
 	newClusterConfig      func() client.Object
 	newUsage              func() client.Object
+	newManaged            func() client.Object
+	newManagedList        func() resource.ManagedList
+	newProviderConfigList func() client.ObjectList
+	// secretName is the Secret a namespaced ProviderConfig reads from its
+	// own namespace, or "".
+	secretName func(client.Object) string
 }
 
 func groups() []group {
@@ -45,6 +52,15 @@ func groups() []group {
 			newProviderConfig:     func() client.Object { return &kubernetesv1alpha1.ProviderConfig{} },
 			newClusterConfig:      func() client.Object { return &kubernetesv1alpha1.ClusterProviderConfig{} },
 			newUsage:              func() client.Object { return &kubernetesv1alpha1.ProviderConfigUsage{} },
+			newManaged:            func() client.Object { return &kubernetesv1alpha1.KubernetesProxy{} },
+			newManagedList:        func() resource.ManagedList { return &kubernetesv1alpha1.KubernetesProxyList{} },
+			newProviderConfigList: func() client.ObjectList { return &kubernetesv1alpha1.ProviderConfigList{} },
+			secretName: func(o client.Object) string {
+				if pc, ok := o.(*kubernetesv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
+					return pc.Spec.Credentials.SecretRef.Name
+				}
+				return ""
+			},
 		},
 		{
 			providerConfig:        gcpv1alpha1.ProviderConfigGroupVersionKind,
@@ -54,6 +70,15 @@ func groups() []group {
 			newProviderConfig:     func() client.Object { return &gcpv1alpha1.ProviderConfig{} },
 			newClusterConfig:      func() client.Object { return &gcpv1alpha1.ClusterProviderConfig{} },
 			newUsage:              func() client.Object { return &gcpv1alpha1.ProviderConfigUsage{} },
+			newManaged:            func() client.Object { return &gcpv1alpha1.GCPProxy{} },
+			newManagedList:        func() resource.ManagedList { return &gcpv1alpha1.GCPProxyList{} },
+			newProviderConfigList: func() client.ObjectList { return &gcpv1alpha1.ProviderConfigList{} },
+			secretName: func(o client.Object) string {
+				if pc, ok := o.(*gcpv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
+					return pc.Spec.Credentials.SecretRef.Name
+				}
+				return ""
+			},
 		},
 		{
 			providerConfig:        kvmv1alpha1.ProviderConfigGroupVersionKind,
@@ -63,14 +88,27 @@ func groups() []group {
 			newProviderConfig:     func() client.Object { return &kvmv1alpha1.ProviderConfig{} },
 			newClusterConfig:      func() client.Object { return &kvmv1alpha1.ClusterProviderConfig{} },
 			newUsage:              func() client.Object { return &kvmv1alpha1.ProviderConfigUsage{} },
+			newManaged:            func() client.Object { return &kvmv1alpha1.KVMProxy{} },
+			newManagedList:        func() resource.ManagedList { return &kvmv1alpha1.KVMProxyList{} },
+			newProviderConfigList: func() client.ObjectList { return &kvmv1alpha1.ProviderConfigList{} },
+			secretName: func(o client.Object) string {
+				if pc, ok := o.(*kvmv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
+					return pc.Spec.Credentials.SecretRef.Name
+				}
+				return ""
+			},
 		},
 	}
 }
 
-// Setup adds a usage-counting controller for each config kind of each group.
-// Both config kinds of a group count the same ProviderConfigUsage kind, as
-// provider-kubernetes does: the usage tracker writes only that kind.
+// Setup adds a usage-counting controller for each config kind of each group,
+// and the InUse controller. Both config kinds of a group count the same
+// ProviderConfigUsage kind, as provider-kubernetes does: the usage tracker
+// writes only that kind.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
+	if err := setupInUse(mgr, o, groups()); err != nil {
+		return err
+	}
 	for _, g := range groups() {
 		for _, cfg := range []struct {
 			gvk schema.GroupVersionKind

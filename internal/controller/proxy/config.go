@@ -10,6 +10,7 @@ import (
 	"context"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,8 +54,14 @@ func ResolveConfig(ctx context.Context, c client.Client, t *resource.ProviderCon
 	if ref == nil {
 		return Config{}, backend.Permanent(errors.New(errNoConfigRef))
 	}
-	if err := t.Track(ctx, mg); err != nil {
-		return Config{}, errors.Wrap(err, errTrackUsage)
+	// Usage is tracked so the config cannot be deleted while mg uses it. A
+	// resource being deleted adds no new usage, and must not try: in a
+	// namespace being deleted the usage is already gone and cannot be made
+	// again, which would block the deletion for good.
+	if !meta.WasDeleted(mg) {
+		if err := t.Track(ctx, mg); err != nil {
+			return Config{}, errors.Wrap(err, errTrackUsage)
+		}
 	}
 	switch ref.Kind {
 	case KindProviderConfig:

@@ -9,6 +9,8 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"math/big"
 	"strings"
 
@@ -20,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
@@ -37,22 +40,28 @@ const GeneratedUsername = "egressproxy"
 const (
 	generatedPasswordLength = 32
 	passwordAlphabet        = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	generatedSecretSuffix   = "-proxy-credentials"
+	generatedSecretSuffix   = "-credentials"
+	// maxSecretName is the longest Secret name (a DNS subdomain).
+	maxSecretName = 253
 )
 
 const (
 	errFmtGetCredentials     = "cannot get credentialsSecretRef Secret %q"
 	errFmtCredentialsKeys    = "credentialsSecretRef Secret %q must hold non-empty keys username and password"
 	errFmtCredentialsInvalid = "credentialsSecretRef Secret %q: username must not contain ':' or a line break, password must not contain a line break"
-	errGetGenerated          = "cannot get the generated credentials Secret"
-	errCreateGenerated       = "cannot create the generated credentials Secret"
+	errFmtGetGenerated       = "cannot get the generated credentials Secret %q"
+	errFmtCreateGenerated    = "cannot create the generated credentials Secret %q"
+	errFmtForeignGenerated   = "Secret %q exists but is not controlled by this resource, so it is not used for its generated credentials: rename or delete that Secret, or set spec.forProvider.credentialsSecretRef"
+	errFmtGeneratedKeys      = "the generated credentials Secret %q lacks a username or password: delete it to generate new credentials"
+	errFmtGeneratedRace      = "the generated credentials Secret %q was created concurrently and cannot be read yet"
 	errGeneratePassword      = "cannot generate a password"
+	errKindOf                = "cannot determine the kind of the managed resource"
 )
 
 // CredentialStore finds the credentials a proxy accepts: those of the
 // credentialsSecretRef Secret, or generated ones kept in a Secret the
-// managed resource owns (so they survive provider restarts and are deleted
-// with the resource).
+// managed resource controls (so they survive provider restarts and are
+// deleted with the resource).
 type CredentialStore struct {
 	client client.Client
 }
@@ -62,19 +71,32 @@ func NewCredentialStore(c client.Client) *CredentialStore {
 	return &CredentialStore{client: c}
 }
 
-// GeneratedSecretName is the name of the Secret generated credentials of mg
-// are kept in.
-func GeneratedSecretName(mg resource.Object) string {
-	return mg.GetName() + generatedSecretSuffix
+// GeneratedSecretName is the name of the Secret the generated credentials
+// of mg, of the given kind, are kept in: <name>-<kind>-credentials. The kind
+// is part of it because names are unique only per kind: a KubernetesProxy
+// and a GCPProxy both named web must not share credentials. A name too long
+// for a Secret is cut and made unique again with a hash of the whole name.
+func GeneratedSecretName(mg resource.Object, kind string) string {
+	suffix := "-" + strings.ToLower(kind) + generatedSecretSuffix
+	name := mg.GetName()
+	if len(name)+len(suffix) <= maxSecretName {
+		return name + suffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	hash := hex.EncodeToString(sum[:])[:8]
+	cut := strings.TrimRight(name[:maxSecretName-len(suffix)-len(hash)-1], ".-")
+	return cut + "-" + hash + suffix
 }
 
-// Credentials returns the credentials of mg's proxy, generating them on
-// first use when ref is nil.
-func (s *CredentialStore) Credentials(ctx context.Context, mg resource.Managed, ref *commonv1alpha1.LocalSecretReference) (backend.Credentials, error) {
+// Credentials returns the credentials of mg's proxy: those of ref, or the
+// generated ones when ref is nil. Only when generate is true are missing
+// generated credentials made and stored; otherwise they are empty, so that
+// merely observing a proxy writes nothing.
+func (s *CredentialStore) Credentials(ctx context.Context, mg resource.Managed, ref *commonv1alpha1.LocalSecretReference, generate bool) (backend.Credentials, error) {
 	if ref != nil {
 		return s.given(ctx, mg.GetNamespace(), ref.Name)
 	}
-	return s.generated(ctx, mg)
+	return s.generated(ctx, mg, generate)
 }
 
 func (s *CredentialStore) given(ctx context.Context, namespace, name string) (backend.Credentials, error) {
@@ -94,21 +116,21 @@ func (s *CredentialStore) given(ctx context.Context, namespace, name string) (ba
 	return c, nil
 }
 
-func (s *CredentialStore) generated(ctx context.Context, mg resource.Managed) (backend.Credentials, error) {
-	sec := &corev1.Secret{}
-	nn := types.NamespacedName{Namespace: mg.GetNamespace(), Name: GeneratedSecretName(mg)}
-	err := s.client.Get(ctx, nn, sec)
-	if err == nil {
-		return backend.Credentials{Username: string(sec.Data[SecretKeyUsername]), Password: string(sec.Data[SecretKeyPassword])}, nil
+func (s *CredentialStore) generated(ctx context.Context, mg resource.Managed, generate bool) (backend.Credentials, error) {
+	gvk, err := apiutil.GVKForObject(mg, s.client.Scheme())
+	if err != nil {
+		return backend.Credentials{}, errors.Wrap(err, errKindOf)
 	}
-	if !kerrors.IsNotFound(err) {
-		return backend.Credentials{}, errors.Wrap(err, errGetGenerated)
+	nn := types.NamespacedName{Namespace: mg.GetNamespace(), Name: GeneratedSecretName(mg, gvk.Kind)}
+	c, found, err := s.stored(ctx, mg, nn)
+	if found || err != nil || !generate {
+		return c, err
 	}
 	pw, err := randomPassword()
 	if err != nil {
 		return backend.Credentials{}, errors.Wrap(err, errGeneratePassword)
 	}
-	sec = &corev1.Secret{
+	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: nn.Namespace,
 			Name:      nn.Name,
@@ -117,15 +139,43 @@ func (s *CredentialStore) generated(ctx context.Context, mg resource.Managed) (b
 		Type: corev1.SecretTypeBasicAuth,
 		Data: map[string][]byte{SecretKeyUsername: []byte(GeneratedUsername), SecretKeyPassword: []byte(pw)},
 	}
-	meta.AddOwnerReference(sec, meta.AsController(meta.TypedReferenceTo(mg, mg.GetObjectKind().GroupVersionKind())))
-	if err := s.client.Create(ctx, sec); err != nil {
-		if kerrors.IsAlreadyExists(err) {
-			// Another reconcile won the race; use what it stored.
-			return s.generated(ctx, mg)
+	meta.AddOwnerReference(sec, meta.AsController(meta.TypedReferenceTo(mg, gvk)))
+	err = s.client.Create(ctx, sec)
+	if kerrors.IsAlreadyExists(err) {
+		// Created since we looked: by an earlier reconcile our cache has
+		// not seen yet, or by someone else. Use it only if it is ours.
+		c, found, err := s.stored(ctx, mg, nn)
+		if !found && err == nil {
+			err = errors.Errorf(errFmtGeneratedRace, nn.Name)
 		}
-		return backend.Credentials{}, errors.Wrap(err, errCreateGenerated)
+		return c, err
+	}
+	if err != nil {
+		return backend.Credentials{}, errors.Wrapf(err, errFmtCreateGenerated, nn.Name)
 	}
 	return backend.Credentials{Username: GeneratedUsername, Password: pw}, nil
+}
+
+// stored reads generated credentials from the Secret nn, which must be
+// controlled by mg: a Secret of that name made by someone else could carry
+// credentials they know, or be one they rely on.
+func (s *CredentialStore) stored(ctx context.Context, mg resource.Managed, nn types.NamespacedName) (backend.Credentials, bool, error) {
+	sec := &corev1.Secret{}
+	err := s.client.Get(ctx, nn, sec)
+	if kerrors.IsNotFound(err) {
+		return backend.Credentials{}, false, nil
+	}
+	if err != nil {
+		return backend.Credentials{}, false, errors.Wrapf(err, errFmtGetGenerated, nn.Name)
+	}
+	if !metav1.IsControlledBy(sec, mg) {
+		return backend.Credentials{}, true, backend.Permanent(errors.Errorf(errFmtForeignGenerated, nn.Name))
+	}
+	c := backend.Credentials{Username: string(sec.Data[SecretKeyUsername]), Password: string(sec.Data[SecretKeyPassword])}
+	if c.Username == "" || c.Password == "" {
+		return backend.Credentials{}, true, backend.Permanent(errors.Errorf(errFmtGeneratedKeys, nn.Name))
+	}
+	return c, true, nil
 }
 
 func randomPassword() (string, error) {

@@ -58,13 +58,19 @@ type Kind[M resource.ModernManaged, P, O any] interface {
 	MaxNameLength() int
 }
 
-// External is a managed.TypedExternalClient of any proxy kind.
+// External is a managed.TypedExternalClient of any proxy kind. One is made
+// per reconcile.
 type External[M resource.ModernManaged, P, O any] struct {
 	kube             client.Client
 	kind             Kind[M, P, O]
 	backend          backend.Backend[P, O]
 	creds            *CredentialStore
 	providerInstance string
+
+	// known are the credentials found earlier in this reconcile, so that
+	// Create right after Observe uses the Secret Observe generated even
+	// before the cache has seen it.
+	known *backend.Credentials
 }
 
 // NewExternal returns an External that drives b for resources of kind k.
@@ -72,29 +78,62 @@ func NewExternal[M resource.ModernManaged, P, O any](k Kind[M, P, O], b backend.
 	return &External[M, P, O]{kube: c, kind: k, backend: b, creds: NewCredentialStore(c), providerInstance: providerInstance}
 }
 
-// desired builds what the backend should run for mg.
-func (e *External[M, P, O]) desired(ctx context.Context, mg M) (backend.Desired[P], error) {
-	proxy := e.kind.Proxy(mg)
-	creds, err := e.creds.Credentials(ctx, mg, proxy.CredentialsSecretRef)
-	if err != nil {
-		return backend.Desired[P]{}, err
+// credentials returns the credentials of mg's proxy, generating missing ones
+// only when generate is true.
+func (e *External[M, P, O]) credentials(ctx context.Context, mg M, generate bool) (backend.Credentials, error) {
+	if e.known != nil {
+		return *e.known, nil
 	}
+	c, err := e.creds.Credentials(ctx, mg, e.kind.Proxy(mg).CredentialsSecretRef, generate)
+	if err != nil {
+		return backend.Credentials{}, err
+	}
+	if c != (backend.Credentials{}) {
+		e.known = &c
+	}
+	return c, nil
+}
+
+// desired builds what the backend should run for mg, with credentials c.
+func (e *External[M, P, O]) desired(mg M, c backend.Credentials) backend.Desired[P] {
 	return backend.Desired[P]{
 		Name:        InstanceName(mg, e.kind.MaxNameLength()),
 		Ownership:   backend.Ownership{Owner: OwnerOf(mg), ProviderInstance: e.providerInstance},
-		Proxy:       proxy,
-		Credentials: creds,
+		Proxy:       e.kind.Proxy(mg),
+		Credentials: c,
 		Params:      e.kind.Params(mg),
-	}, nil
+	}
+}
+
+// mayWrite tells whether the management policies of mg let the reconciler
+// create or update the instance; only then may credentials be generated.
+// Observe-only resources (importing an existing proxy) write nothing.
+func mayWrite(mg resource.Managed) bool {
+	p := mg.GetManagementPolicies()
+	for _, a := range p {
+		if a == xpv2.ManagementActionAll || a == xpv2.ManagementActionCreate || a == xpv2.ManagementActionUpdate {
+			return true
+		}
+	}
+	// No policies at all is full management while the feature is off (and
+	// paused, so never observed, while it is on).
+	return len(p) == 0
 }
 
 // Observe reports whether the instance exists and is up to date, and
 // publishes its status and connection details.
 func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.ExternalObservation, error) {
-	d, err := e.desired(ctx, mg)
-	if err != nil {
-		return managed.ExternalObservation{}, failed(mg, errObserve, err)
+	var c backend.Credentials
+	// A resource being deleted only needs to know whether its instance is
+	// still there: its credentials Secret may already be gone (deleted with
+	// its namespace), and must not hold up the deletion.
+	if !meta.WasDeleted(mg) {
+		var err error
+		if c, err = e.credentials(ctx, mg, mayWrite(mg)); err != nil {
+			return managed.ExternalObservation{}, failed(mg, errObserve, err)
+		}
 	}
+	d := e.desired(mg, c)
 	o, err := e.backend.Observe(ctx, d)
 	if backend.IsNotFound(err) {
 		return managed.ExternalObservation{ResourceExists: false}, nil
@@ -127,34 +166,29 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 
 // Create starts creating the instance.
 func (e *External[M, P, O]) Create(ctx context.Context, mg M) (managed.ExternalCreation, error) {
-	d, err := e.desired(ctx, mg)
+	c, err := e.credentials(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalCreation{}, e.persisted(ctx, mg, errCreate, err)
 	}
+	d := e.desired(mg, c)
 	meta.SetExternalName(mg, d.Name)
 	return managed.ExternalCreation{}, e.persisted(ctx, mg, errCreate, e.backend.Create(ctx, d))
 }
 
 // Update makes the instance match the spec, replacing it when it stopped.
 func (e *External[M, P, O]) Update(ctx context.Context, mg M) (managed.ExternalUpdate, error) {
-	d, err := e.desired(ctx, mg)
+	c, err := e.credentials(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalUpdate{}, e.persisted(ctx, mg, errUpdate, err)
 	}
-	return managed.ExternalUpdate{}, e.persisted(ctx, mg, errUpdate, e.backend.Update(ctx, d))
+	return managed.ExternalUpdate{}, e.persisted(ctx, mg, errUpdate, e.backend.Update(ctx, e.desired(mg, c)))
 }
 
 // Delete starts deleting the instance; Observe reports when it is gone.
 func (e *External[M, P, O]) Delete(ctx context.Context, mg M) (managed.ExternalDelete, error) {
 	// Deleting needs no credentials: a missing credentials Secret must not
 	// block the deletion of an instance.
-	d := backend.Desired[P]{
-		Name:      InstanceName(mg, e.kind.MaxNameLength()),
-		Ownership: backend.Ownership{Owner: OwnerOf(mg), ProviderInstance: e.providerInstance},
-		Proxy:     e.kind.Proxy(mg),
-		Params:    e.kind.Params(mg),
-	}
-	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, e.backend.Delete(ctx, d))
+	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, e.backend.Delete(ctx, e.desired(mg, backend.Credentials{})))
 }
 
 // persisted is failed for Create, Update and Delete, which also saves the
@@ -223,22 +257,25 @@ func classMeaning(c backend.Class) string {
 	return "the backend is unavailable; retrying with backoff"
 }
 
-// connectionDetails are what applications need to use the proxy.
+// connectionDetails are what applications need to use the proxy. Unknown
+// credentials (an observed proxy whose credentials were never generated
+// here) are left out rather than published empty.
 func connectionDetails(endpoint string, c backend.Credentials) managed.ConnectionDetails {
 	if endpoint == "" {
 		return nil
 	}
-	cd := managed.ConnectionDetails{
-		ConnectionEndpoint: []byte(endpoint),
-		ConnectionUsername: []byte(c.Username),
-		ConnectionPassword: []byte(c.Password),
-	}
+	cd := managed.ConnectionDetails{ConnectionEndpoint: []byte(endpoint)}
 	if _, port, err := net.SplitHostPort(endpoint); err == nil {
 		if _, err := strconv.Atoi(port); err == nil {
 			cd[ConnectionPort] = []byte(port)
 		}
 	}
-	u := url.URL{Scheme: "http", Host: endpoint, User: url.UserPassword(c.Username, c.Password)}
+	u := url.URL{Scheme: "http", Host: endpoint}
+	if c != (backend.Credentials{}) {
+		cd[ConnectionUsername] = []byte(c.Username)
+		cd[ConnectionPassword] = []byte(c.Password)
+		u.User = url.UserPassword(c.Username, c.Password)
+	}
 	cd[ConnectionURL] = []byte(u.String())
 	return cd
 }

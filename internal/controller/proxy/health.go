@@ -8,6 +8,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
@@ -23,6 +24,13 @@ import (
 // TypeHealthy is the provider config condition that says whether its
 // backend answers and its credentials work.
 const TypeHealthy xpv2.ConditionType = "Healthy"
+
+// ReasonHealthCheckUnsupported is the Healthy=Unknown reason of a config
+// whose backend has no health check: nothing was checked, so claiming
+// Healthy=True would be a lie a platform engineer might rely on.
+const ReasonHealthCheckUnsupported xpv2.ConditionReason = "HealthCheckUnsupported"
+
+const msgFmtNoHealthCheck = "the %s backend has no health check; the config's credentials are only tried when a proxy is reconciled"
 
 // HealthReporter checks the backend of every provider config at start-up
 // and then periodically, and shows the result as the config's Healthy
@@ -86,21 +94,28 @@ func (h *HealthReporter[P, O]) CheckAll(ctx context.Context) {
 	}
 }
 
-func (h *HealthReporter[P, O]) check(ctx context.Context, cfg Config) error {
+// check returns the Healthy condition of cfg.
+func (h *HealthReporter[P, O]) check(ctx context.Context, cfg Config) xpv2.Condition {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
+	c := xpv2.Condition{Type: TypeHealthy, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
+		Reason: xpv2.ConditionReason(backend.ClassNone.Reason())}
 	b, err := h.newBackend(ctx, h.kube, cfg)
+	if err == nil {
+		hc, ok := b.(backend.HealthChecker)
+		if !ok {
+			c.Status, c.Reason, c.Message = corev1.ConditionUnknown, ReasonHealthCheckUnsupported, fmt.Sprintf(msgFmtNoHealthCheck, h.name)
+			return c
+		}
+		err = h.instr.CheckHealth(ctx, h.name, hc)
+	}
 	if err != nil {
-		return err
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, xpv2.ConditionReason(backend.ClassOf(err).Reason()), err.Error()
 	}
-	hc, ok := b.(backend.HealthChecker)
-	if !ok {
-		return nil
-	}
-	return h.instr.CheckHealth(ctx, h.name, hc)
+	return c
 }
 
-func (h *HealthReporter[P, O]) record(ctx context.Context, cfg Config, err error) {
+func (h *HealthReporter[P, O]) record(ctx context.Context, cfg Config, c xpv2.Condition) {
 	pc, ok := cfg.Object.(resource.ProviderConfig)
 	if !ok {
 		return
@@ -108,11 +123,6 @@ func (h *HealthReporter[P, O]) record(ctx context.Context, cfg Config, err error
 	before, ok := pc.DeepCopyObject().(client.Object)
 	if !ok {
 		return
-	}
-	c := xpv2.Condition{Type: TypeHealthy, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
-		Reason: xpv2.ConditionReason(backend.ClassNone.Reason())}
-	if err != nil {
-		c.Status, c.Reason, c.Message = corev1.ConditionFalse, xpv2.ConditionReason(backend.ClassOf(err).Reason()), err.Error()
 	}
 	if pc.GetCondition(TypeHealthy).Equal(c) {
 		return

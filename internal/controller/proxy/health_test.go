@@ -41,14 +41,18 @@ func TestHealthReporter(t *testing.T) {
 	}
 	good := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "good"}}
 	bad := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad"}}
-	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(good, bad).
-		WithStatusSubresource(good, bad).Build()
+	unchecked := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "unchecked"}}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(good, bad, unchecked).
+		WithStatusSubresource(good, bad, unchecked).Build()
 
 	h := NewHealthReporter(CollectorConfig[kparams, kobs]{
 		Kube: kube,
 		NewBackend: func(_ context.Context, _ client.Client, cfg Config) (backend.Backend[kparams, kobs], error) {
-			if cfg.Object.GetName() == "bad" {
+			switch cfg.Object.GetName() {
+			case "bad":
 				return checkedBackend{err: backend.Permanent(errors.New("credentials rejected: invalid_grant"))}, nil
+			case "unchecked":
+				return backend.Fns[kparams, kobs]{}, nil
 			}
 			return checkedBackend{}, nil
 		},
@@ -72,8 +76,9 @@ func TestHealthReporter(t *testing.T) {
 		}
 		want want
 	}{
-		"Healthy":   {reason: "A backend whose check passes makes the config Healthy.", obj: &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "good"}}, want: want{status: corev1.ConditionTrue, reason: "Available"}},
-		"Unhealthy": {reason: "A failed check shows its class and message on the config.", obj: &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad"}}, want: want{status: corev1.ConditionFalse, reason: "PermanentError", msg: "credentials rejected: invalid_grant"}},
+		"Healthy":       {reason: "A backend whose check passes makes the config Healthy.", obj: &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "good"}}, want: want{status: corev1.ConditionTrue, reason: "Available"}},
+		"NoHealthCheck": {reason: "A backend without a health check checked nothing, so the config is Healthy=Unknown, not Healthy.", obj: &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "unchecked"}}, want: want{status: corev1.ConditionUnknown, reason: ReasonHealthCheckUnsupported, msg: "the kubernetes backend has no health check; the config's credentials are only tried when a proxy is reconciled"}},
+		"Unhealthy":     {reason: "A failed check shows its class and message on the config.", obj: &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad"}}, want: want{status: corev1.ConditionFalse, reason: "PermanentError", msg: "credentials rejected: invalid_grant"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -183,7 +183,7 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
 	})
 	gen := &corev1.Secret{}
-	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(mg)}, gen); err != nil {
+	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(mg, v1alpha1.KubernetesProxyKind)}, gen); err != nil {
 		t.Fatalf("generated credentials Secret: %v", err)
 	}
 	if len(gen.OwnerReferences) != 1 || gen.OwnerReferences[0].UID != got.GetUID() {

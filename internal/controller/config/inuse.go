@@ -1,0 +1,174 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package config
+
+import (
+	"context"
+	"slices"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Finalizers that keep what a proxy needs to be deleted until it is
+// deleted. Crossplane's in-use finalizer on a config counts its
+// ProviderConfigUsages, but deleting a namespace deletes those at once with
+// everything else: the config, and then its credentials Secret, would go
+// before the proxies that need them to delete their instances, and those
+// proxies would wait forever.
+const (
+	// FinalizerConfigInUse stays on a namespaced ProviderConfig while a
+	// managed resource of its namespace refers to it.
+	FinalizerConfigInUse = "egressproxy.io/in-use-by-managed-resource"
+	// FinalizerSecretInUse stays on a Secret while a namespaced
+	// ProviderConfig of its namespace refers to it. Secrets of other
+	// namespaces are never touched.
+	FinalizerSecretInUse = "egressproxy.io/in-use-by-providerconfig"
+)
+
+const (
+	inUseControllerName = "inuse.egressproxy.io"
+
+	errListManaged = "cannot list managed resources"
+	errListConfigs = "cannot list provider configs"
+	errListSecrets = "cannot list Secrets"
+	errFmtFinalize = "cannot update the finalizers of %s %s/%s"
+)
+
+// InUse keeps FinalizerConfigInUse and FinalizerSecretInUse right in one
+// namespace per reconcile: the request names the namespace.
+type InUse struct {
+	client client.Client
+	groups []group
+}
+
+// Reconcile sets or removes the finalizers of the configs and Secrets of
+// the namespace req.Name.
+func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ns := req.Name
+	secrets := map[string]bool{}
+	for _, g := range r.groups {
+		used := map[string]bool{}
+		mrs := g.newManagedList()
+		if err := r.client.List(ctx, mrs, client.InNamespace(ns)); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, errListManaged)
+		}
+		for _, mg := range mrs.GetItems() {
+			if m, ok := mg.(resource.TypedProviderConfigReferencer); ok {
+				if ref := m.GetProviderConfigReference(); ref != nil && ref.Kind == g.providerConfig.Kind {
+					used[ref.Name] = true
+				}
+			}
+		}
+		pcs := g.newProviderConfigList()
+		if err := r.client.List(ctx, pcs, client.InNamespace(ns)); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, errListConfigs)
+		}
+		err := apimeta.EachListItem(pcs, func(o runtime.Object) error {
+			pc, ok := o.(client.Object)
+			if !ok {
+				return nil
+			}
+			// A config being deleted still serves the resources that hold
+			// it up, so its Secret stays too.
+			if name := g.secretName(pc); name != "" {
+				secrets[name] = true
+			}
+			return r.finalize(ctx, pc, FinalizerConfigInUse, used[pc.GetName()])
+		})
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	l := &corev1.SecretList{}
+	if err := r.client.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, errListSecrets)
+	}
+	for i := range l.Items {
+		if err := r.finalize(ctx, &l.Items[i], FinalizerSecretInUse, secrets[l.Items[i].GetName()]); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// finalize adds or removes finalizer f of o. The patch carries o's
+// resource version, so it never drops a finalizer someone else just set.
+func (r *InUse) finalize(ctx context.Context, o client.Object, f string, want bool) error {
+	if meta.FinalizerExists(o, f) == want {
+		return nil
+	}
+	if want && meta.WasDeleted(o) {
+		// A finalizer cannot be added to an object being deleted.
+		return nil
+	}
+	before, ok := o.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil
+	}
+	if want {
+		meta.AddFinalizer(o, f)
+	} else {
+		meta.RemoveFinalizer(o, f)
+	}
+	err := r.client.Patch(ctx, o, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	return errors.Wrapf(resource.IgnoreNotFound(err), errFmtFinalize, kindOf(o), o.GetNamespace(), o.GetName())
+}
+
+func kindOf(o client.Object) string {
+	if _, ok := o.(*corev1.Secret); ok {
+		return "Secret"
+	}
+	return "ProviderConfig"
+}
+
+// setupInUse adds the InUse controller, which watches the managed
+// resources, namespaced ProviderConfigs and Secrets of every namespace.
+func setupInUse(mgr ctrl.Manager, o controller.Options, gs []group) error {
+	r := &InUse{client: mgr.GetClient(), groups: gs}
+	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if o.GetNamespace() == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(inUseControllerName).
+		WithOptions(o.ForControllerRuntime()).
+		WithEventFilter(inUseChanged()).
+		Watches(&corev1.Secret{}, toNamespace)
+	for _, g := range gs {
+		b = b.Watches(g.newProviderConfig(), toNamespace).Watches(g.newManaged(), toNamespace)
+	}
+	return b.Complete(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))
+}
+
+// inUseChanged passes creations, deletions and the updates that can change
+// a finalizer InUse keeps: a new spec (a reference), a new deletion
+// timestamp or finalizers. Status updates, frequent on managed resources,
+// are not worth a reconcile.
+func inUseChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+	}}
+}
