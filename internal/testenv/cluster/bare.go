@@ -33,10 +33,11 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 	c.Tools.Kwok = cached("kwok")
 	c.Tools.KubeScheduler = cached("kube-scheduler")
 	var missing []string
-	for name, p := range map[string]string{"kube-controller-manager": c.Tools.KubeControllerManager, "kwok": c.Tools.Kwok} {
-		if p == "" {
-			missing = append(missing, name)
-		}
+	if c.Tools.KubeControllerManager == "" {
+		missing = append(missing, "kube-controller-manager")
+	}
+	if c.Tools.Kwok == "" {
+		missing = append(missing, "kwok")
 	}
 	if len(missing) > 0 {
 		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))
