@@ -65,6 +65,10 @@ func main() {
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
 
+	// Off unless OTEL_EXPORTER_OTLP_*ENDPOINT is set: see docs/platform.md.
+	stopTracing, err := setupTracing(context.Background(), version.Version)
+	kingpin.FatalIfError(err, "Cannot set up tracing")
+
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
 
@@ -96,6 +100,9 @@ func main() {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
+	lists, err := managedLists(apis.AddToScheme)
+	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
+	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetClient(), log, stateMetrics, lists, *pollStateMetric), "Cannot add the state metrics recorders")
 
 	o := controller.Options{
 		Logger:                  log,
@@ -120,11 +127,18 @@ func main() {
 		GCInterval:       *gcInterval,
 		GCMinAge:         *gcMinAge,
 		HealthInterval:   *healthInterval,
-		// The tracer is the global one: a no-op until an OpenTelemetry SDK
-		// is configured in this process.
+		// The tracer is the global one: a no-op unless setupTracing
+		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
 	}, backends(cfg, *timeout/2, splitList(*kvmBootDevices))), "Cannot set up the provider's controllers")
-	kingpin.FatalIfError(mgr.Start(ctrl.SetupSignalHandler()), "Cannot start controller manager")
+	err = mgr.Start(ctrl.SetupSignalHandler())
+	// Send the spans still buffered before exiting.
+	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if serr := stopTracing(flush); serr != nil {
+		log.Info("Cannot flush traces", "error", serr)
+	}
+	cancel()
+	kingpin.FatalIfError(err, "Cannot start controller manager")
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -27,6 +27,31 @@ const (
 	OpHealth  = "health"
 )
 
+// Span attribute keys. They name the backend, the call and the managed
+// resource, never a credential: spans leave the cluster.
+const (
+	AttrBackend     = attribute.Key("egressproxy.backend")
+	AttrOperation   = attribute.Key("egressproxy.operation")
+	AttrInstance    = attribute.Key("egressproxy.instance")
+	AttrErrorClass  = attribute.Key("egressproxy.error_class")
+	AttrMRNamespace = attribute.Key("egressproxy.mr.namespace")
+	AttrMRName      = attribute.Key("egressproxy.mr.name")
+	AttrMRUID       = attribute.Key("egressproxy.mr.uid")
+)
+
+// OwnerAttributes returns the span attributes that identify the managed
+// resource o; none for calls made for no resource (List, health checks).
+func OwnerAttributes(o Owner) []attribute.KeyValue {
+	if o == (Owner{}) {
+		return nil
+	}
+	return []attribute.KeyValue{
+		AttrMRNamespace.String(o.Namespace),
+		AttrMRName.String(o.Name),
+		AttrMRUID.String(string(o.UID)),
+	}
+}
+
 // Metrics counts and times every backend call. Create it once per process
 // and register it; every instrumented backend shares it.
 type Metrics struct {
@@ -91,12 +116,14 @@ func NewInstrumentation(o ...InstrumentationOption) *Instrumentation {
 	return i
 }
 
-// call runs fn as one instrumented backend call.
-func (i *Instrumentation) call(ctx context.Context, backend, op, name string, fn func(ctx context.Context) error) error {
-	ctx, span := i.tracer.Start(ctx, "backend."+op, trace.WithAttributes(
-		attribute.String("egressproxy.backend", backend),
-		attribute.String("egressproxy.instance", name),
-	))
+// call runs fn as one instrumented backend call for the instance name of
+// owner. Its span is a child of the one in ctx: the reconcile's.
+func (i *Instrumentation) call(ctx context.Context, backend, op, name string, owner Owner, fn func(ctx context.Context) error) error {
+	attrs := append([]attribute.KeyValue{AttrBackend.String(backend), AttrOperation.String(op)}, OwnerAttributes(owner)...)
+	if name != "" {
+		attrs = append(attrs, AttrInstance.String(name))
+	}
+	ctx, span := i.tracer.Start(ctx, "backend."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	defer span.End()
 	start := time.Now()
 	err := fn(ctx)
@@ -106,7 +133,7 @@ func (i *Instrumentation) call(ctx context.Context, backend, op, name string, fn
 		i.metrics.latency.WithLabelValues(backend, op).Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		span.SetAttributes(attribute.String("egressproxy.error_class", string(class)))
+		span.SetAttributes(AttrErrorClass.String(string(class)))
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return err
@@ -126,7 +153,7 @@ type instrumented[P, O any] struct {
 
 func (x *instrumented[P, O]) Observe(ctx context.Context, d Desired[P]) (Observation[O], error) {
 	var o Observation[O]
-	err := x.i.call(ctx, x.name, OpObserve, d.Name, func(ctx context.Context) error {
+	err := x.i.call(ctx, x.name, OpObserve, d.Name, d.Ownership.Owner, func(ctx context.Context) error {
 		var err error
 		o, err = x.b.Observe(ctx, d)
 		return err
@@ -135,20 +162,20 @@ func (x *instrumented[P, O]) Observe(ctx context.Context, d Desired[P]) (Observa
 }
 
 func (x *instrumented[P, O]) Create(ctx context.Context, d Desired[P]) error {
-	return x.i.call(ctx, x.name, OpCreate, d.Name, func(ctx context.Context) error { return x.b.Create(ctx, d) })
+	return x.i.call(ctx, x.name, OpCreate, d.Name, d.Ownership.Owner, func(ctx context.Context) error { return x.b.Create(ctx, d) })
 }
 
 func (x *instrumented[P, O]) Update(ctx context.Context, d Desired[P]) error {
-	return x.i.call(ctx, x.name, OpUpdate, d.Name, func(ctx context.Context) error { return x.b.Update(ctx, d) })
+	return x.i.call(ctx, x.name, OpUpdate, d.Name, d.Ownership.Owner, func(ctx context.Context) error { return x.b.Update(ctx, d) })
 }
 
 func (x *instrumented[P, O]) Delete(ctx context.Context, d Desired[P]) error {
-	return x.i.call(ctx, x.name, OpDelete, d.Name, func(ctx context.Context) error { return x.b.Delete(ctx, d) })
+	return x.i.call(ctx, x.name, OpDelete, d.Name, d.Ownership.Owner, func(ctx context.Context) error { return x.b.Delete(ctx, d) })
 }
 
 func (x *instrumented[P, O]) List(ctx context.Context) ([]Instance, error) {
 	var l []Instance
-	err := x.i.call(ctx, x.name, OpList, "", func(ctx context.Context) error {
+	err := x.i.call(ctx, x.name, OpList, "", Owner{}, func(ctx context.Context) error {
 		var err error
 		l, err = x.b.List(ctx)
 		return err
@@ -158,5 +185,5 @@ func (x *instrumented[P, O]) List(ctx context.Context) ([]Instance, error) {
 
 // CheckHealth instruments a health check of one backend.
 func (i *Instrumentation) CheckHealth(ctx context.Context, backend string, h HealthChecker) error {
-	return i.call(ctx, backend, OpHealth, "", h.CheckHealth)
+	return i.call(ctx, backend, OpHealth, "", Owner{}, h.CheckHealth)
 }

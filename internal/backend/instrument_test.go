@@ -37,7 +37,11 @@ func TestInstrument(t *testing.T) {
 		ListFn:   func(context.Context) ([]Instance, error) { return nil, nil },
 	}
 	b := Instrument(NewInstrumentation(WithMetrics(m), WithTracer(tp.Tracer("test"))), "gce", Backend[struct{}, struct{}](fake))
-	d := Desired[struct{}]{Name: "egp-team-a-proxy-1234abcd"}
+	d := Desired[struct{}]{
+		Name:        "egp-team-a-proxy-1234abcd",
+		Ownership:   Ownership{Owner: Owner{UID: "1234abcd", Namespace: "team-a", Name: "proxy"}, ProviderInstance: "test"},
+		Credentials: Credentials{Username: "u", Password: "never-in-a-span"},
+	}
 	ctx := context.Background()
 	_, _ = b.Observe(ctx, d)
 	_ = b.Create(ctx, d)
@@ -68,5 +72,28 @@ egressproxy_backend_calls_total{backend="gce",class="Quota",operation="create"} 
 	}
 	if got := spans.Ended()[1].Status().Description; got != "no CPUs left" {
 		t.Errorf("a failed call's span must carry the error: got %q", got)
+	}
+	attrs := func(s sdktrace.ReadOnlySpan) map[string]string {
+		m := map[string]string{}
+		for _, kv := range s.Attributes() {
+			m[string(kv.Key)] = kv.Value.Emit()
+		}
+		return m
+	}
+	wantCreate := map[string]string{
+		"egressproxy.backend":      "gce",
+		"egressproxy.operation":    "create",
+		"egressproxy.instance":     "egp-team-a-proxy-1234abcd",
+		"egressproxy.error_class":  "Quota",
+		"egressproxy.mr.namespace": "team-a",
+		"egressproxy.mr.name":      "proxy",
+		"egressproxy.mr.uid":       "1234abcd",
+	}
+	if diff := cmp.Diff(wantCreate, attrs(spans.Ended()[1])); diff != "" {
+		t.Errorf("a call's span names the backend, operation, error class and managed resource, and no credential: -want, +got:\n%s", diff)
+	}
+	wantList := map[string]string{"egressproxy.backend": "gce", "egressproxy.operation": "list"}
+	if diff := cmp.Diff(wantList, attrs(spans.Ended()[4])); diff != "" {
+		t.Errorf("a call for no managed resource names none: -want, +got:\n%s", diff)
 	}
 }

@@ -77,6 +77,7 @@ type ProviderConfigSpec struct {
 
 // A ProviderConfig configures how the provider reaches the kubernetes backend, for
 // managed resources in its own namespace.
+// +kubebuilder:printcolumn:name="HEALTHY",type="string",JSONPath=".status.conditions[?(@.type=='Healthy')].status"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:subresource:status
@@ -103,6 +104,7 @@ type ProviderConfigList struct {
 
 // A ClusterProviderConfig configures how the provider reaches the kubernetes
 // backend, for managed resources in any namespace.
+// +kubebuilder:printcolumn:name="HEALTHY",type="string",JSONPath=".status.conditions[?(@.type=='Healthy')].status"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:subresource:status

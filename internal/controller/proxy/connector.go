@@ -85,7 +85,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	if i == nil {
 		i = backend.NewInstrumentation()
 	}
-	return NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance), nil
+	return Traced[M](c.backendName, NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance)), nil
 }
 
 // CommonObservation returns the fields every proxy kind reports.
