@@ -59,6 +59,8 @@ type Collector[P, O any] struct {
 	minAge, interval time.Duration
 	log              logging.Logger
 	now              func() time.Time
+	instr            *backend.Instrumentation
+	timeout          time.Duration
 }
 
 // CollectorConfig is what a Collector needs.
@@ -77,8 +79,26 @@ func NewCollector[P, O any](c CollectorConfig[P, O], o Options) *Collector[P, O]
 	return &Collector[P, O]{
 		backend: c.Backend, kube: c.Kube, newBackend: c.NewBackend, newOwners: c.NewOwners, newConfigs: c.NewConfigs,
 		providerInstance: o.ProviderInstance, minAge: o.GCMinAge, interval: o.GCInterval,
-		log: o.Logger, now: time.Now,
+		log: o.Logger, now: time.Now, instr: instrumentation(o), timeout: roundTimeout(o),
 	}
+}
+
+// instrumentation is the one the reconcilers use: GC's List and Delete are
+// backend calls like any other, counted, timed and traced the same way.
+func instrumentation(o Options) *backend.Instrumentation {
+	if o.Instrumentation != nil {
+		return o.Instrumentation
+	}
+	return backend.NewInstrumentation()
+}
+
+// roundTimeout bounds one round, so a backend that hangs cannot stop every
+// later round: an interval, but at least a minute.
+func roundTimeout(o Options) time.Duration {
+	if o.GCInterval > time.Minute {
+		return o.GCInterval
+	}
+	return time.Minute
 }
 
 // NeedLeaderElection makes only the leader collect.
@@ -93,7 +113,10 @@ func (c *Collector[P, O]) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if n, err := c.Collect(ctx); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, c.timeout)
+			n, err := c.Collect(rctx)
+			cancel()
+			if err != nil {
 				c.log.Info("Garbage collection incomplete", "error", err, "deleted", n)
 			} else if n > 0 {
 				c.log.Info("Garbage collected orphan instances", "deleted", n)
@@ -118,11 +141,12 @@ func (c *Collector[P, O]) Collect(ctx context.Context) (int, error) {
 	deleted := 0
 	var last error
 	for _, cfg := range configs {
-		b, err := c.newBackend(ctx, c.kube, cfg)
+		raw, err := c.newBackend(ctx, c.kube, cfg)
 		if err != nil {
 			last = err
 			continue
 		}
+		b := backend.Instrument(c.instr, c.backend, raw)
 		instances, err := b.List(ctx)
 		if err != nil {
 			last = err

@@ -8,6 +8,7 @@ package proxy
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,37 @@ func collector(t *testing.T, name, instance string, b backend.Backend[kparams, k
 	}, Options{ProviderInstance: instance, GCMinAge: time.Hour, GCInterval: time.Minute})
 	c.log = logging.NewNopLogger()
 	return c, &configs
+}
+
+// TestCollectIsInstrumented shows GC's List and Delete counted as backend
+// calls, like the reconcilers' own: a platform team sees GC in the same
+// metrics and traces.
+func TestCollectIsInstrumented(t *testing.T) {
+	old := time.Now().Add(-2 * time.Hour)
+	b := &backend.Fns[kparams, kobs]{
+		ListFn: func(context.Context) ([]backend.Instance, error) {
+			return []backend.Instance{{
+				ID: "kubernetes://h:1/ns/orphan", Name: "orphan", CreatedAt: old,
+				Ownership: backend.Ownership{Owner: backend.Owner{UID: "gone"}, ProviderInstance: "ours"},
+			}}, nil
+		},
+		DeleteFn: func(context.Context, backend.Desired[kparams]) error { return nil },
+	}
+	c, _ := collector(t, "kubernetes", "ours", b)
+	m := backend.NewMetrics()
+	c.instr = backend.NewInstrumentation(backend.WithMetrics(m))
+	if _, err := c.Collect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Two configs reach the same backend: two Lists, one Delete (the
+	// instance is collected once).
+	want := `
+# HELP egressproxy_backend_calls_total Backend calls by backend, operation and error class (empty class: success).
+# TYPE egressproxy_backend_calls_total counter
+egressproxy_backend_calls_total{backend="kubernetes",class="",operation="delete"} 1
+egressproxy_backend_calls_total{backend="kubernetes",class="",operation="list"} 2
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "egressproxy_backend_calls_total"); err != nil {
+		t.Errorf("Collect(...): backend call metrics: %v", err)
+	}
 }
