@@ -83,7 +83,7 @@ spec:
   pipeline:
   - step: compose-proxy
     functionRef:
-      name: function-egressproxy
+      name: egressproxy-function-egressproxy
     input:
       apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
       kind: Input

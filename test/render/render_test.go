@@ -164,7 +164,7 @@ func writeFunctions(t *testing.T, dir, addr string) string {
 		"apiVersion": "pkg.crossplane.io/v1",
 		"kind":       "Function",
 		"metadata": map[string]any{
-			"name": "function-egressproxy",
+			"name": "egressproxy-function-egressproxy",
 			"annotations": map[string]any{
 				"render.crossplane.io/runtime":                    "Development",
 				"render.crossplane.io/runtime-development-target": addr,

@@ -31,7 +31,7 @@ import (
 // The composition function, as the Compositions name it.
 const (
 	// FunctionName is the functionRef of every Composition.
-	FunctionName = "function-egressproxy"
+	FunctionName = "egressproxy-function-egressproxy"
 
 	labelPackage    = "pkg.crossplane.io/package"
 	annotationPause = "crossplane.io/paused"
