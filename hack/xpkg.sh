@@ -6,6 +6,14 @@
 #   configuration-egressproxy-$VERSION.xpkg  Configuration: the XRD and Compositions
 #
 #   hack/xpkg.sh [provider] [function] [configuration]    (default: all three)
+#   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
+#
+# With REGISTRY set, the Configuration's dependsOn names the Provider and the
+# Function in REGISTRY (in a copy of its package root; the source keeps the
+# release registry), the images are tagged there, and each package is pushed
+# to REGISTRY/<name>:VERSION by hack/xpkgpush. VERSION must then be a semver
+# tag (vX.Y.Z[-pre]): Crossplane's dependency resolver picks versions from the
+# repository's tags with the dependsOn constraints.
 #
 # Each binary is built static (CGO_ENABLED=0) for linux/amd64 and put on an
 # empty base image by hack/mkimage; `crossplane xpkg build
@@ -13,7 +21,10 @@
 #
 # Environment:
 #   VERSION        package version in file names and image tags (default v0.0.0-dev)
-#   XPKG_REGISTRY  registry/org of the images (default xpkg.egressproxy.io/egressproxy)
+#   REGISTRY       registry/org to build for and push to (default: build only)
+#   REGISTRY_CA    PEM CA file the push trusts besides the system roots, for a
+#                  registry with a private CA (the tests' loopback registry)
+#   XPKG_REGISTRY  registry/org of the images (default $REGISTRY, else xpkg.egressproxy.io/egressproxy)
 #   OUTPUT_DIR     output folder (default _output)
 #   CROSSPLANE     Crossplane CLI (default: hack/tools.sh path crossplane, which builds it once)
 set -euo pipefail
@@ -22,7 +33,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 VERSION=${VERSION:-v0.0.0-dev}
-XPKG_REGISTRY=${XPKG_REGISTRY:-xpkg.egressproxy.io/egressproxy}
+REGISTRY=${REGISTRY:-}
+REGISTRY=${REGISTRY%/}
+XPKG_REGISTRY=${XPKG_REGISTRY:-${REGISTRY:-xpkg.egressproxy.io/egressproxy}}
 OUT=${OUTPUT_DIR:-$ROOT/_output}
 BIN=$OUT/bin/linux_amd64
 IMAGES=$OUT/images
@@ -79,8 +92,47 @@ build_function() {
     --embed-runtime-image-tarball="$IMAGES/function-egressproxy.tar"
 }
 
+# to_dns_label mirrors crossplane-runtime's xpkg.ToDNSLabel: the name
+# Crossplane gives a package it installs as a dependency is ToDNSLabel of the
+# repository path (without the registry host).
+to_dns_label() {
+  printf '%s' "$1" | cut -c1-63 | sed -E 's#[./:-]#-#g; s#[^a-z0-9-]##g; s#^-+##; s#-+$##'
+}
+
+# repository_path drops the registry host (a first element with a dot or a
+# colon, or localhost) from a registry/org prefix.
+repository_path() {
+  local first=${1%%/*}
+  case "$first" in
+    *.*|*:*|localhost) [ "$first" = "$1" ] && echo "" || echo "${1#*/}" ;;
+    *) echo "$1" ;;
+  esac
+}
+
 build_configuration() {
-  package configuration-egressproxy package/configuration "$ROOT/examples/composition"
+  local root=package/configuration
+  if [ -n "$REGISTRY" ]; then
+    # dependsOn must name the registry the packages are pushed to.
+    root=$EMPTY/configuration-root
+    mkdir -p "$root"
+    cp -R package/configuration/. "$root/"
+    sed -E -i "s#^([[:space:]]*package:[[:space:]]*).*/((provider|function)-egressproxy)[[:space:]]*\$#\\1$REGISTRY/\\2#" "$root/crossplane.yaml"
+    grep -q "package: $REGISTRY/provider-egressproxy\$" "$root/crossplane.yaml" &&
+      grep -q "package: $REGISTRY/function-egressproxy\$" "$root/crossplane.yaml" ||
+      die "cannot point dependsOn at $REGISTRY in package/configuration/crossplane.yaml"
+    local repo fn
+    repo=$(repository_path "$REGISTRY")
+    fn=$(to_dns_label "${repo:+$repo/}function-egressproxy")
+    if grep -h -A1 'functionRef:' "$root"/composition-*.yaml | grep -E '^[[:space:]]*name:' | grep -qv "name: $fn\$"; then
+      log "WARNING: Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a Composition's functionRef.name differs: those Compositions will not compose"
+    fi
+  fi
+  package configuration-egressproxy "$root" "$ROOT/examples/composition"
+}
+
+# push_args NAME prints xpkgpush's FILE=REF for NAME: $REGISTRY/NAME:$VERSION.
+push_args() {
+  printf '%s=%s\n' "$XPKG/$1-$VERSION.xpkg" "$REGISTRY/$1:$VERSION"
 }
 
 parts=("$@")
@@ -92,6 +144,11 @@ for p in "${parts[@]}"; do
   esac
 done
 
+if [ -n "$REGISTRY" ]; then
+  [[ "$VERSION" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+    die "VERSION=$VERSION is not a semver tag (vX.Y.Z): Crossplane resolves dependencies by semver tags"
+fi
+
 mkdir -p "$BIN" "$IMAGES" "$XPKG" "$OUT/bin/host"
 CLI=$(crossplane_cli) || die "cannot find or build the Crossplane CLI (hack/tools.sh build crossplane)"
 EMPTY=$(mktemp -d)
@@ -102,3 +159,11 @@ go build -o "$MKIMAGE" ./hack/mkimage
 for p in "${parts[@]}"; do "build_$p"; done
 log "packages in $XPKG:"
 ls -l "$XPKG" >&2
+
+if [ -n "$REGISTRY" ]; then
+  go build -o "$OUT/bin/host/xpkgpush" ./hack/xpkgpush
+  args=()
+  for p in "${parts[@]}"; do args+=("$(push_args "$p-egressproxy")"); done
+  log "pushing to $REGISTRY"
+  "$OUT/bin/host/xpkgpush" ${REGISTRY_CA:+-ca-file "$REGISTRY_CA"} "${args[@]}"
+fi

@@ -1,0 +1,122 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command xpkgpush pushes Crossplane package files (what `crossplane xpkg
+// build` writes: an OCI image tarball) to an OCI registry, without Docker.
+//
+//	xpkgpush [-ca-file ca.crt] FILE=REGISTRY/REPO:TAG [FILE=REF ...]
+//
+// -ca-file adds a CA to the system roots, for a registry whose certificate a
+// test harness signed (internal/testenv/registry). Credentials, if the
+// registry needs any, come from the Docker config (~/.docker/config.json).
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+const (
+	errReadCA    = "cannot read the CA file"
+	errParseCA   = "the CA file holds no PEM certificate"
+	errFmtArg    = "argument %q is not FILE=REF"
+	errParseRef  = "cannot parse the image reference"
+	errReadImage = "cannot read the package file"
+	errPush      = "cannot push the package"
+	errDigest    = "cannot compute the package digest"
+)
+
+// pushTimeout bounds one push: packages embedding a runtime image are tens of
+// megabytes.
+const pushTimeout = 5 * time.Minute
+
+func main() {
+	caFile := flag.String("ca-file", "", "PEM CA certificate to trust in addition to the system roots.")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: xpkgpush [-ca-file FILE] FILE=REGISTRY/REPO:TAG ...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	rt, err := transport(*caFile)
+	if err != nil {
+		fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
+	defer cancel()
+	for _, a := range flag.Args() {
+		file, ref, ok := strings.Cut(a, "=")
+		if !ok || file == "" || ref == "" {
+			fail(errors.Errorf(errFmtArg, a))
+		}
+		d, err := Push(ctx, file, ref, rt)
+		if err != nil {
+			fail(errors.Wrapf(err, "%s", file))
+		}
+		fmt.Printf("%s@%s\n", ref, d)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "xpkgpush:", err)
+	os.Exit(1)
+}
+
+// transport trusts the system roots plus caFile, if set.
+func transport(caFile string) (http.RoundTripper, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile == "" {
+		return t, nil
+	}
+	pem, err := os.ReadFile(caFile) //nolint:gosec // The user names the file.
+	if err != nil {
+		return nil, errors.Wrap(err, errReadCA)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New(errParseCA)
+	}
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
+// Push pushes the package file to ref and returns the pushed digest.
+func Push(ctx context.Context, file, ref string, rt http.RoundTripper) (string, error) {
+	r, err := name.ParseReference(ref, name.StrictValidation)
+	if err != nil {
+		return "", errors.Wrap(err, errParseRef)
+	}
+	img, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		return "", errors.Wrap(err, errReadImage)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", errors.Wrap(err, errDigest)
+	}
+	err = remote.Write(r, img, remote.WithContext(ctx), remote.WithTransport(rt),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	return d.String(), errors.Wrap(err, errPush)
+}

@@ -1,0 +1,68 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
+)
+
+func TestPush(t *testing.T) {
+	r := registry.Start(t, registry.Options{})
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "p.xpkg")
+	if err := tarball.WriteToFile(file, name.MustParseReference("example.org/p:v0"), img); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, r.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := transport(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := r.Host + "/egressproxy/provider-egressproxy:v0.1.0"
+	got, err := Push(t.Context(), file, ref, rt)
+	if err != nil {
+		t.Fatalf("Push: %v", err)
+	}
+	want, _ := img.Digest()
+	if diff := cmp.Diff(want.String(), got); diff != "" {
+		t.Errorf("Push digest: -want, +got:\n%s", diff)
+	}
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled, err := remote.Image(parsed, remote.WithTransport(r.Transport()))
+	if err != nil {
+		t.Fatalf("pull by tag: %v", err)
+	}
+	pd, _ := pulled.Digest()
+	if diff := cmp.Diff(want.String(), pd.String()); diff != "" {
+		t.Errorf("pulled digest: -want, +got:\n%s", diff)
+	}
+
+	// Without the CA the registry's certificate is not trusted.
+	plain, _ := transport("")
+	if _, err := Push(t.Context(), file, ref, plain); err == nil {
+		t.Error("Push without the CA: want a certificate error, got none")
+	}
+}
