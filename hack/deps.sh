@@ -3,7 +3,7 @@
 # private libvirtd with QEMU/TCG). Idempotent: it only calls apt for what is
 # missing, so a warm machine pays nothing.
 #
-#   hack/deps.sh [squid] [cloud-init] [nftables] [libvirt] [guest-image]   (no argument: all of them)
+#   hack/deps.sh [squid] [cloud-init] [nftables] [libvirt] [guest-image] [node]   (no argument: all of them)
 set -euo pipefail
 
 declare -A groups=(
@@ -14,10 +14,13 @@ declare -A groups=(
   # hack/guest-image.sh: bootstrap, file systems and a BIOS boot loader built
   # into plain files, no mounts or loop devices.
   [guest-image]="mmdebstrap debian-archive-keyring e2fsprogs dosfstools mtools syslinux syslinux-common fdisk qemu-utils"
+  # A real Kubernetes node (internal/testenv/node) and its images
+  # (hack/squid-image.sh): kubelet comes from hack/tools.sh.
+  [node]="containerd runc containernetworking-plugins mmdebstrap debian-archive-keyring jq"
 )
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(squid cloud-init nftables libvirt guest-image)
+[ ${#want[@]} -eq 0 ] && want=(squid cloud-init nftables libvirt guest-image node)
 
 missing=()
 for g in "${want[@]}"; do

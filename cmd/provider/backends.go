@@ -22,11 +22,15 @@ import (
 // the provider's own API server config: a ClusterProviderConfig with
 // InjectedIdentity targets that cluster (in a pod, the in-cluster config;
 // outside, what KUBECONFIG says, as make dev runs it).
-// kvmBoot overrides the boot order of KVM proxies when not empty.
-func backends(self *rest.Config, callTimeout time.Duration, kvmBoot []string) controllers.Backends {
+// kvmBoot overrides the boot order of KVM proxies when not empty;
+// kvmProbe makes a KVM proxy Ready only when squid in the guest serves.
+func backends(self *rest.Config, callTimeout time.Duration, kvmBoot []string, kvmProbe bool) controllers.Backends {
 	var kvmOpts []libvirt.Option
 	if len(kvmBoot) > 0 {
 		kvmOpts = append(kvmOpts, libvirt.WithBootDevices(kvmBoot...))
+	}
+	if kvmProbe {
+		kvmOpts = append(kvmOpts, libvirt.WithServeProbe())
 	}
 	return controllers.Backends{
 		Kubernetes: kubernetesproxy.NewFactory(

@@ -51,6 +51,7 @@ func main() {
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
+		kvmServeProbe    = app.Flag("kvm-serve-probe", "Report a KVM proxy Ready only when squid in the guest serves the rendered configuration, probed through the QEMU guest agent (the base image needs qemu-guest-agent, as hack/guest-image.sh builds it). Off: Ready means running with a DHCP lease.").Default("true").Bool()
 		kvmBootDevices   = app.Flag("kvm-boot-devices", "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
 		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<UID of namespace kube-system>. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
@@ -130,7 +131,7 @@ func main() {
 		// The tracer is the global one: a no-op unless setupTracing
 		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
-	}, backends(cfg, *timeout/2, splitList(*kvmBootDevices))), "Cannot set up the provider's controllers")
+	}, backends(cfg, *timeout/2, splitList(*kvmBootDevices), *kvmServeProbe)), "Cannot set up the provider's controllers")
 	err = mgr.Start(ctrl.SetupSignalHandler())
 	// Send the spans still buffered before exiting.
 	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)

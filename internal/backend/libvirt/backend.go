@@ -45,6 +45,8 @@ type Backend struct {
 	userData UserDataSource
 	boot     []string
 	now      func() time.Time
+	// probe makes Ready mean "squid serves" (WithServeProbe).
+	probe bool
 	// afterStep lets tests simulate a crash after a step of Create.
 	afterStep func(step string) error
 }

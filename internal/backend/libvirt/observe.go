@@ -151,6 +151,11 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		}
 	}
 	diffs := diff(want, vm)
+	if neverStarted(di.State) {
+		// Not up to date, so that the reconciler calls Update, which starts
+		// it when nothing else differs.
+		diffs = append(diffs, msgNeverStarted)
+	}
 	o.UpToDate, o.Diff = len(diffs) == 0, strings.Join(diffs, "; ")
 	if o.State != commonv1alpha1.StateRunning {
 		return o, nil
@@ -166,6 +171,11 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	// On a NAT network the VM's address is private: traffic leaves from the
 	// host's address. Only a bridged VM's address is its real egress IP.
 	o.Ready, o.Endpoint, o.EgressIPs = true, net.JoinHostPort(ip, strconv.Itoa(int(port(d.Proxy)))), []string{ip}
+	if b.probe {
+		if o.Ready, o.Message, err = b.serves(ctx, di.Dom, d, ip, sum); err != nil {
+			return Observation{}, err
+		}
+	}
 	return o, nil
 }
 
@@ -249,8 +259,9 @@ func pickAddress(ifaces []golibvirt.DomainInterface, mac string) string {
 // NotFound so the reconciler creates it afresh with the same name and MAC.
 // The VM holds no state, and a new seed needs a fresh overlay anyway
 // (cloud-init runs once per instance), so replacing is the simplest correct
-// change. A paused but up-to-date VM is left alone, and a domain whose
-// Create was interrupted is finished by Create.
+// change. A paused but up-to-date VM is left alone, a domain whose
+// Create was interrupted is finished by Create, and an up-to-date domain
+// that was never started (neverStarted) is started.
 func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
@@ -273,6 +284,9 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	case commonv1alpha1.StateRunning, commonv1alpha1.StatePending, commonv1alpha1.StateUnknown:
 		if o.UpToDate {
 			return nil
+		}
+		if o.Diff == msgNeverStarted {
+			return b.start(ctx, di.Dom)
 		}
 	case commonv1alpha1.StateStopped, commonv1alpha1.StateTerminated:
 	}

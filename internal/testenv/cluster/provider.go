@@ -62,7 +62,10 @@ func (c *Cluster) startProvider(ctx context.Context) error {
 	if c.hasProviderFlag(ctx, flagKVMBootDevices) {
 		// The sandbox's base image is blank: a VM gets its DHCP lease,
 		// which makes it Ready, from the network boot firmware.
-		args = append(args, "--"+flagKVMBootDevices+"=network,hd")
+		// It has no guest agent and no squid either: Ready can only mean
+		// running with a lease there (the real guest's serving is shown by
+		// internal/backend/libvirt's TestRealGuestServesTraffic).
+		args = append(args, "--"+flagKVMBootDevices+"=network,hd", "--kvm-serve-probe=false")
 		c.KVMNetworkBoot = true
 	}
 	if c.opts.Debug {
