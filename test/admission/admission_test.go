@@ -161,7 +161,7 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"KVMNoBaseImage":    {set(kvmProxy(), fp+"baseImageVolume", nil), fp + "baseImageVolume", "Required"},
 		"KVMBadBaseImage":   {set(kvmProxy(), fp+"baseImageVolume", "../etc/passwd"), fp + "baseImageVolume", "should match"},
 		"KVMDiskTooBig":     {set(kvmProxy(), fp+"diskGiB", int64(4096)), fp + "diskGiB", "less than or equal to 2048"},
-		"KVMMemoryTooSmall": {set(kvmProxy(), fp+"memoryMiB", int64(64)), fp + "memoryMiB", "greater than or equal to 128"},
+		"KVMMemoryTooSmall": {set(kvmProxy(), fp+"memoryMiB", int64(64)), fp + "memoryMiB", "greater than or equal to 256"},
 		"KVMTooManyVCPUs":   {set(kvmProxy(), fp+"vcpus", int64(128)), fp + "vcpus", "less than or equal to 64"},
 		"KVMDomainType":     {set(kvmProxy(), fp+"domainType", "xen"), fp + "domainType", "Unsupported value"},
 		"KVMNetworkBoth":    {set(kvmProxy(), fp+"network", obj{"name": "default", "bridge": "br0"}), fp + "network", "exactly one of name and bridge"},

@@ -84,7 +84,7 @@ func kvmTarget(t *testing.T, e *env) *target {
 				"pool":               kvmPool,
 				"baseImageVolume":    kvmBase,
 				"diskGiB":            int64(1),
-				"memoryMiB":          int64(128),
+				"memoryMiB":          int64(256),
 				"vcpus":              int64(1),
 				"network":            map[string]any{"name": kvmNetwork},
 				"domainType":         "qemu",

@@ -98,7 +98,7 @@ spec:
           name: default
         domainType: qemu
         sizes:
-          small: {vcpus: 1, memoryMiB: 128}
+          small: {vcpus: 1, memoryMiB: 256}
 `
 
 func applyMissingImageComposition(ctx context.Context) map[string]string {

@@ -60,10 +60,11 @@ type KVMProxyParameters struct {
 	// +kubebuilder:validation:Maximum=2048
 	DiskGiB int32 `json:"diskGiB,omitempty"`
 
-	// MemoryMiB of the VM.
+	// MemoryMiB of the VM. The guest image (hack/guest-image.sh) does not
+	// boot with less than 256.
 	// +optional
 	// +kubebuilder:default=512
-	// +kubebuilder:validation:Minimum=128
+	// +kubebuilder:validation:Minimum=256
 	// +kubebuilder:validation:Maximum=65536
 	MemoryMiB int32 `json:"memoryMiB,omitempty"`
 
