@@ -65,7 +65,7 @@ func kvmProxy(namespace, config string) *v1alpha1.KVMProxy {
 				Pool:            "default-pool",
 				BaseImageVolume: "base.qcow2",
 				DiskGiB:         1,
-				MemoryMiB:       128,
+				MemoryMiB:       256,
 				DomainType:      "qemu",
 			},
 		},

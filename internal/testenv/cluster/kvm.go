@@ -76,9 +76,9 @@ spec:
         domainType: qemu
         diskGiB: 1
         sizes:
-          small: {vcpus: 1, memoryMiB: 128}
-          medium: {vcpus: 1, memoryMiB: 128}
-          large: {vcpus: 1, memoryMiB: 128}
+          small: {vcpus: 1, memoryMiB: 256}
+          medium: {vcpus: 1, memoryMiB: 256}
+          large: {vcpus: 1, memoryMiB: 256}
 `, FunctionName, ProviderConfigName, libvirtd.DefaultPool, libvirtd.DefaultBaseVolume, libvirtd.DefaultNetwork)
 }
 

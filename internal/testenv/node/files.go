@@ -1,0 +1,144 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+const errFiles = "cannot write the node's configuration"
+
+// writeFiles writes the components' configuration into the node's folder.
+func (n *Node) writeFiles(cfg Config) error {
+	files := map[string]string{
+		"containerd.toml":             n.containerdConfig(cfg.Images.Pause),
+		"kubelet.yaml":                kubeletConfig + "cgroupRoot: /" + n.cgroup + "\n",
+		"cni/10-egressproxy.conflist": cniConfig,
+	}
+	for k, v := range sysctls {
+		files["sysctl/"+strings.ReplaceAll(k, "/", "_")] = v + "\n"
+	}
+	for _, d := range privateDirs {
+		if err := os.MkdirAll(n.path("mnt", strings.ReplaceAll(strings.TrimPrefix(d, "/"), "/", "_")), 0o755); err != nil {
+			return errors.Wrap(err, errFiles)
+		}
+	}
+	for name, content := range files {
+		p := n.path(name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return errors.Wrap(err, errFiles)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil { //nolint:gosec // Not secret.
+			return errors.Wrap(err, errFiles)
+		}
+	}
+	return nil
+}
+
+// setupScript runs once inside the namespaces: the bridge exists before the
+// kubelet starts (its node IP is the bridge's address), and the folders and
+// kernel settings the node writes are private.
+func (n *Node) setupScript() string {
+	s := []string{
+		"ip link set lo up",
+		"ip link add " + bridgeName + " type bridge",
+		"ip addr add " + bridgeCIDR + " dev " + bridgeName,
+		"ip link set " + bridgeName + " up",
+		// Per network namespace: the host's value stays as it is.
+		"echo 1 >/proc/sys/net/ipv4/ip_forward",
+	}
+	for _, d := range privateDirs {
+		s = append(s, fmt.Sprintf("mount --bind %s %s", n.path("mnt", strings.ReplaceAll(strings.TrimPrefix(d, "/"), "/", "_")), d))
+	}
+	for k := range sysctls {
+		s = append(s, fmt.Sprintf("mount --bind %s /proc/sys/%s", n.path("sysctl", strings.ReplaceAll(k, "/", "_")), k))
+	}
+	return strings.Join(s, "\n")
+}
+
+// containerdConfig: cgroupfs as the kubelet's driver (cgroup v1 here), and
+// restrict_oom_score_adj because root may lack CAP_SYS_RESOURCE, without
+// which runc fails every sandbox on oom_score_adj.
+func (n *Node) containerdConfig(pause string) string {
+	return fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+`, n.path("containerd", "root"), n.path("containerd", "state"), n.path("containerd.sock"), pause, n.path("cni"))
+}
+
+// kubeletConfig: cgroup v1 allowed, no iptables chains in any namespace,
+// no image garbage collection (nothing could pull the images back), and
+// eviction thresholds a busy test machine never reaches.
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+makeIPTablesUtilChains: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+failSwapOn: false
+address: ` + BridgeIP + `
+readOnlyPort: 0
+healthzPort: 0
+serializeImagePulls: false
+nodeStatusUpdateFrequency: 2s
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%"
+  imagefs.available: "1%"
+  nodefs.inodesFree: "1%"
+`
+
+// cniConfig: a bridge with host-local addresses and no masquerade: pods
+// reach only the node's own namespace.
+const cniConfig = `{
+  "cniVersion": "0.4.0",
+  "name": "egressproxy-node",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "` + bridgeName + `",
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": "` + podSubnet + `", "gateway": "` + BridgeIP + `"}]]
+    }
+  }]
+}
+`

@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package node
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"golang.org/x/sys/unix"
+)
+
+// InNetNS runs fn on an OS thread inside the node's network namespace.
+// Sockets fn opens stay in that namespace for their whole life, whichever
+// goroutine uses them later.
+func (n *Node) InNetNS(fn func() error) error {
+	target, err := os.Open(n.NetNS)
+	if err != nil {
+		return errors.Wrap(err, errOpenNetNS)
+	}
+	defer target.Close() //nolint:errcheck // Read-only.
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return errors.Wrap(err, errOpenNetNS)
+	}
+	defer self.Close() //nolint:errcheck // Read-only.
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return errors.Wrap(err, errSetNetNS)
+	}
+	// A thread that cannot go back stays locked: Go then ends it with the
+	// goroutine instead of reusing it in the wrong namespace. Going back
+	// matters: a child started with Pdeathsig dies with the thread that
+	// started it.
+	defer func() {
+		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	return fn()
+}
+
+// Listen opens a TCP listener inside the node's network namespace.
+func (n *Node) Listen(addr string) (net.Listener, error) {
+	var l net.Listener
+	err := n.InNetNS(func() error {
+		var err error
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
+// DialContext dials from inside the node's network namespace, for an
+// http.Transport whose requests must not leave it.
+func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.InNetNS(func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// forward listens on addr (a loopback address) inside the node's network
+// namespace and copies each connection to the same address on the host's
+// loopback: how the kubelet reaches an apiserver that listens there.
+func (n *Node) forward(addr string) (net.Listener, error) {
+	l, err := n.Listen(addr)
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtForward, addr)
+	}
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close() //nolint:errcheck // Either side may close first.
+				out, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer out.Close() //nolint:errcheck // Either side may close first.
+				go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return l, nil
+}
