@@ -60,12 +60,7 @@ type result struct {
 // without calling Delete, and List (the garbage collector's) does not see
 // those parts either. Listed, a leak is logged; a listed backend that no
 // longer leaks fails the test, so that its entry goes once it is fixed.
-var knownHalfMadeLeaks = map[string]string{
-	"gcp": "internal/backend/gce/observe.go observeMissing returns NotFound when the instance is missing " +
-		"but the address and the firewall rule exist (p.firewall != nil)",
-	"kubernetes": "internal/backend/kubernetes/observe.go read returns NotFound when the Deployment is missing " +
-		"but the ConfigMap and the Secret (the htpasswd) exist",
-}
+var knownHalfMadeLeaks = map[string]string{}
 
 // halfMade kills the provider between two steps of Create (the trap holds
 // the step before the backend sees it), deletes the resource while the

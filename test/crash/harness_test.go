@@ -134,7 +134,7 @@ func (e *env) start(t *testing.T, gc bool, poll time.Duration) {
 		"--max-reconcile-rate=20",
 		"--provider-instance=" + providerInstance,
 		// libvirt's test driver has no guest agent: Ready is running with an address.
-		"--kvm-serve-probe=false",
+		"--no-kvm-serve-probe",
 		"--health-interval=0",
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(port),

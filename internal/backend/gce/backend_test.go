@@ -124,7 +124,7 @@ func TestReplaceTerminated(t *testing.T) {
 				if err := e.b.Update(ctx(t), d); err != nil {
 					t.Fatalf("Update: %v", err)
 				}
-				if _, err := e.b.Observe(ctx(t), d); backend.IsNotFound(err) {
+				if len(e.fake.Instances()) == 0 {
 					replaced = true
 					break
 				}
@@ -135,10 +135,13 @@ func TestReplaceTerminated(t *testing.T) {
 			if len(e.fake.Addresses()) != 1 || len(e.fake.Firewalls()) != 1 {
 				t.Errorf("replacement must keep the address and the firewall rule")
 			}
-			if err := e.b.Create(ctx(t), d); err != nil {
-				t.Fatalf("Create after replacement: %v", err)
+			// The address and the firewall rule remain: the proxy is not
+			// gone but half made, and Update makes the instance again.
+			o, err = e.b.Observe(ctx(t), d)
+			if err != nil || o.State != commonv1alpha1.StatePending || o.UpToDate {
+				t.Fatalf("Observe of the replaced instance = %+v, %v; want Pending and not up to date", o, err)
 			}
-			after := e.untilReady(t, d, 5)
+			after := e.converge(t, d, 5)
 			if diff := cmp.Diff(before.EgressIPs, after.EgressIPs); diff != "" {
 				t.Errorf("the egress IP must survive replacement: -before +after:\n%s", diff)
 			}

@@ -25,20 +25,15 @@ import (
 const (
 	errFmtNoInstance = "instance %s does not exist in zone %s"
 
-	msgFmtStatus    = "the VM is %s"
-	msgWaitNatIP    = "the VM is running; waiting for its external IP"
-	msgRunning      = "the VM is running; squid serves once its first boot installed it"
-	msgFmtLeftovers = "the instance is gone but address %s remains"
+	msgFmtStatus   = "the VM is %s"
+	msgWaitNatIP   = "the VM is running; waiting for its external IP"
+	msgRunning     = "the VM is running; squid serves once its first boot installed it"
+	msgFmtHalfMade = "the instance is missing; %s %s"
 )
 
 // Observe reads the instance, its firewall rule and its address, and never
-// changes them. It reports NotFound when the instance is missing, unless the
-// firewall rule is gone while our address remains: Delete removes the
-// firewall rule before the instance and the address after it, so that is a
-// deletion half done (or a Create that crashed after reserving the
-// address), reported as a Terminated instance so that Delete, or Update,
-// finishes the work. A replaced instance keeps its firewall rule and
-// address, so Observe reports it NotFound and Create makes it again.
+// changes them. It reports NotFound only when the instance is missing and
+// no part of ours is left (see observeMissing).
 func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err := b.life.acquire(); err != nil {
 		return Observation{}, err
@@ -70,19 +65,52 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	return o, nil
 }
 
-// observeMissing reports a proxy whose instance does not exist.
+// observeMissing reports a proxy whose instance does not exist. It is
+// NotFound only when no other part of ours is left either: the firewall
+// rule, or the address when the proxy reserved it and deletes it with the
+// instance (a user-named or retained address outlives the proxy, so it
+// does not count). Otherwise the proxy is half made (Create inserts the
+// address, then the firewall rule, then the instance, and may crash or hit
+// a quota in between; Update deletes a stopped instance to replace it) or
+// half deleted (Delete removes the firewall rule, then the instance, then
+// the address). Reporting NotFound then would let the reconciler drop its
+// finalizer without calling Delete, and the garbage collector lists
+// instances only: the parts would leak. So it is reported Pending and not
+// up to date: Update makes the instance (it does not replace anything),
+// and Delete, on deletion, removes what is left.
 func observeMissing(project string, s spec, d Desired, p parts) (Observation, error) {
-	if p.firewall != nil || p.address == nil || s.userAddress || s.retain || !ownedBy(p.address.GetLabels(), d.Ownership) {
+	var left []string
+	if p.firewall != nil && firewallOwnedBy(p.firewall.GetDescription(), d.Ownership) {
+		left = append(left, "firewall rule "+s.name)
+	}
+	ownAddress := p.address != nil && ownedBy(p.address.GetLabels(), d.Ownership)
+	if ownAddress && !s.userAddress && !s.retain {
+		left = append(left, "address "+s.addressName)
+	}
+	if len(left) == 0 {
 		return Observation{}, backend.NotFound(errors.Errorf(errFmtNoInstance, s.name, s.zone))
 	}
-	msg := fmt.Sprintf(msgFmtLeftovers, s.addressName)
-	return Observation{
+	verb := "exists"
+	if len(left) > 1 {
+		verb = "exist"
+	}
+	msg := fmt.Sprintf(msgFmtHalfMade, strings.Join(left, " and "), verb)
+	o := Observation{
 		ID:      backend.FormatID(IDScheme, project, s.zone, s.name),
-		State:   commonv1alpha1.StateTerminated,
+		State:   commonv1alpha1.StatePending,
 		Message: msg,
 		Diff:    msg,
-		Extra:   v1alpha1.GCPProxyObservation{AddressName: s.addressName},
-	}, nil
+	}
+	if ownAddress {
+		o.Ownership, _ = backend.OwnershipFromLabels(backend.CloudLabelKeys, p.address.GetLabels())
+	}
+	if p.address != nil {
+		o.Extra.AddressName = s.addressName
+	}
+	if p.firewall != nil {
+		o.Extra.FirewallName = s.name
+	}
+	return o, nil
 }
 
 // observe reports an existing instance of ours.

@@ -226,8 +226,8 @@ func TestObserveLeftovers(t *testing.T) {
 		t.Fatalf("want only the address left")
 	}
 	o, err := e.b.Observe(ctx(t), d)
-	if err != nil || o.State != commonv1alpha1.StateTerminated {
-		t.Fatalf("Observe with only the address left = %+v, %v; want it reported Terminated so Delete goes on", o, err)
+	if err != nil || o.State != commonv1alpha1.StatePending || o.UpToDate {
+		t.Fatalf("Observe with only the address left = %+v, %v; want it reported Pending and not up to date so Delete goes on", o, err)
 	}
 	// Were the resource not being deleted, Update would make it whole again.
 	if err := e.b.Update(ctx(t), d); err != nil {

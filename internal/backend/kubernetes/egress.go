@@ -19,11 +19,12 @@ const kindPod, kindNode = "Pod", "Node"
 
 // egressIPs returns the sorted ExternalIP addresses of the nodes that run a
 // ready pod of the instance: proxied traffic leaves from them (unless the
-// cluster routes egress elsewhere, which no API shows).
-func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, error) {
+// cluster routes egress elsewhere, which no API shows). It also returns
+// podProblem of the instance's pods, from the same list.
+func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, string, error) {
 	pods := &corev1.PodList{}
 	if err := b.kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector(name))); err != nil {
-		return nil, classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
+		return nil, "", classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
 	}
 	var nodes []string
 	for _, p := range pods.Items {
@@ -40,7 +41,7 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, err
 			continue
 		}
 		if err != nil {
-			return nil, classify(err, call{verb: verbGet, kind: kindNode, resource: resNodes, name: n})
+			return nil, "", classify(err, call{verb: verbGet, kind: kindNode, resource: resNodes, name: n})
 		}
 		for _, a := range node.Status.Addresses {
 			if a.Type == corev1.NodeExternalIP && a.Address != "" {
@@ -49,7 +50,7 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, err
 		}
 	}
 	slices.Sort(ips)
-	return slices.Compact(ips), nil
+	return slices.Compact(ips), podProblem(pods.Items), nil
 }
 
 func podReady(p corev1.Pod) bool {

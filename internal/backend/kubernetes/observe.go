@@ -27,19 +27,22 @@ import (
 
 const (
 	errFmtNotOursObserve = "Deployment %s/%s exists but is not managed by this resource"
+	errFmtNoDeployment   = "Deployment %s/%s does not exist"
 	errFmtMissing        = "%s is missing"
 	errFmtForeign        = "%s %s/%s is not managed by this resource"
 )
 
 // Messages of an instance that is not ready.
 const (
-	msgFmtAvailable   = "%d of %d replicas available"
-	msgGeneration     = "waiting for the Deployment controller to see the latest spec"
-	msgFmtRollingOut  = "rolling out: %d of %d replicas updated, %d available"
-	msgFmtNoService   = "Service %s is missing"
-	msgFmtNoLBAddress = "waiting for the load balancer of Service %s to get an address"
-	msgFmtCondition   = "%s: %s"
-	reasonDeadline    = "ProgressDeadlineExceeded"
+	msgFmtAvailable       = "%d of %d replicas available"
+	msgGeneration         = "waiting for the Deployment controller to see the latest spec"
+	msgFmtRollingOut      = "rolling out: %d of %d replicas updated, %d available"
+	msgFmtNoService       = "Service %s is missing"
+	msgFmtNoLBAddress     = "waiting for the load balancer of Service %s to get an address"
+	msgFmtCondition       = "%s: %s"
+	msgFmtHalfMade        = "Deployment %s/%s is missing; %s"
+	msgFmtHalfMadeForeign = "Deployment %s/%s is not managed by this resource; %s"
+	reasonDeadline        = "ProgressDeadlineExceeded"
 )
 
 // live is what exists of an instance; a missing part is nil.
@@ -51,9 +54,9 @@ type live struct {
 	pdb        *policyv1.PodDisruptionBudget
 }
 
-// Observe reports the instance of d. It is NotFound when its Deployment is
-// missing, or belongs to another resource (Create then says so); the other
-// parts are deleted before the Deployment, so they are gone too.
+// Observe reports the instance of d. It is NotFound only when neither its
+// Deployment nor any other part of ours exists (see observeHalfMade); a
+// Deployment of another resource is not this instance (Create then says so).
 func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backend.Observation[Observation], error) {
 	var o backend.Observation[Observation]
 	ns := d.Params.Namespace
@@ -65,9 +68,12 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 		return o, err
 	}
 	dep := l.deployment
+	if dep == nil {
+		return b.observeHalfMade(ns, d, l)
+	}
 	own, ok := backend.OwnershipFromLabels(backend.KubernetesLabelKeys, dep.GetLabels())
 	if !ok || !backend.OwnedBy(backend.KubernetesLabelKeys, dep.GetLabels(), d.Ownership) {
-		return o, backend.NotFound(errors.Errorf(errFmtNotOursObserve, ns, d.Name))
+		return b.observeHalfMade(ns, d, l)
 	}
 	want, err := build(d, nil)
 	if err != nil {
@@ -85,7 +91,7 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 		svc = nil
 	}
 	endpoint := endpointOf(svc)
-	ips, err := b.egressIPs(ctx, ns, d.Name)
+	ips, problem, err := b.egressIPs(ctx, ns, d.Name)
 	if err != nil {
 		return o, err
 	}
@@ -105,22 +111,23 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 		o.State = commonv1alpha1.StateRunning
 	}
 	o.Ready, o.Message = readiness(dep, svc, endpoint)
+	if !o.Ready && problem != "" {
+		o.Message += "; " + problem
+	}
 	return o, nil
 }
 
-// read gets every part of the instance; only a missing Deployment is an
-// error (NotFound).
+// read gets every part of the instance; a missing part is nil.
 func (b *Backend) read(ctx context.Context, ns, name string) (live, error) {
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	c := func(kind, res string) call {
 		return call{verb: verbGet, kind: kind, resource: res, namespace: ns, name: name}
 	}
 	var l live
-	l.deployment = &appsv1.Deployment{}
-	if err := b.kube.Get(ctx, key, l.deployment); err != nil {
-		return live{}, classify(err, c(kindDeployment, resDeployments))
-	}
 	var err error
+	if l.deployment, err = optional(ctx, b.kube, key, &appsv1.Deployment{}, c(kindDeployment, resDeployments)); err != nil {
+		return live{}, err
+	}
 	if l.configMap, err = optional(ctx, b.kube, key, &corev1.ConfigMap{}, c(kindConfigMap, resConfigMaps)); err != nil {
 		return live{}, err
 	}
@@ -132,6 +139,73 @@ func (b *Backend) read(ctx context.Context, ns, name string) (live, error) {
 	}
 	l.pdb, err = optional(ctx, b.kube, key, &policyv1.PodDisruptionBudget{}, c(kindPDB, resPDBs))
 	return l, err
+}
+
+// observeHalfMade reports an instance without a Deployment of ours. It is
+// NotFound only when no other part of ours exists either. Otherwise the
+// instance is half made (Create makes the ConfigMap and the Secret before
+// the Deployment, and may crash, or be refused, in between) or half
+// deleted (Delete removes the Deployment last, but a part may wait on a
+// finalizer). Reporting NotFound then would let the reconciler drop its
+// finalizer without calling Delete, and the garbage collector lists
+// Deployments only: the parts, the htpasswd among them, would leak. So it
+// is reported Pending and not up to date: Update makes the Deployment, and
+// Delete, on deletion, removes what is left.
+func (b *Backend) observeHalfMade(ns string, d backend.Desired[Params], l live) (backend.Observation[Observation], error) {
+	var o backend.Observation[Observation]
+	type part struct {
+		kind string
+		obj  client.Object
+	}
+	var parts []part
+	if l.configMap != nil {
+		parts = append(parts, part{kindConfigMap, l.configMap})
+	}
+	if l.secret != nil {
+		parts = append(parts, part{kindSecret, l.secret})
+	}
+	if l.service != nil {
+		parts = append(parts, part{kindService, l.service})
+	}
+	if l.pdb != nil {
+		parts = append(parts, part{kindPDB, l.pdb})
+	}
+	var left []string
+	for _, p := range parts {
+		if !backend.OwnedBy(backend.KubernetesLabelKeys, p.obj.GetLabels(), d.Ownership) {
+			continue
+		}
+		if len(left) == 0 {
+			o.Ownership, _ = backend.OwnershipFromLabels(backend.KubernetesLabelKeys, p.obj.GetLabels())
+		}
+		left = append(left, p.kind)
+	}
+	switch {
+	case len(left) == 0 && l.deployment != nil:
+		return o, backend.NotFound(errors.Errorf(errFmtNotOursObserve, ns, d.Name))
+	case len(left) == 0:
+		return o, backend.NotFound(errors.Errorf(errFmtNoDeployment, ns, d.Name))
+	}
+	msg := fmt.Sprintf(msgFmtHalfMade, ns, d.Name, joinKinds(left))
+	if l.deployment != nil {
+		// Update reports the clash, Delete removes our parts only.
+		msg = fmt.Sprintf(msgFmtHalfMadeForeign, ns, d.Name, joinKinds(left))
+	}
+	o.ID = b.id(ns, d.Name)
+	o.State = commonv1alpha1.StatePending
+	o.Message, o.Diff = msg, msg
+	if err := b.policy.allow(d); err != nil {
+		o.Diff += "; " + err.Error()
+	}
+	return o, nil
+}
+
+// joinKinds returns "A exists", "A and B exist" or "A, B and C exist".
+func joinKinds(kinds []string) string {
+	if len(kinds) == 1 {
+		return kinds[0] + " exists"
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1] + " exist"
 }
 
 // optional gets obj, or returns nil when it does not exist.

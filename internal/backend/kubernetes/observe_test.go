@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -53,9 +54,40 @@ func TestObserve(t *testing.T) {
 			want:    observed{Class: backend.ClassNotFound},
 		},
 		"OtherOwner": {
-			reason:  "A Deployment of another resource is not this instance: Create then reports the clash.",
+			reason:  "A Deployment of another resource, and no part of ours, is not this instance: Create then reports the clash.",
 			create:  ptr.To(desired()),
-			mutate:  []mutation{foreign(&appsv1.Deployment{})},
+			mutate:  []mutation{foreign(&appsv1.Deployment{}), remove(&corev1.ConfigMap{}), remove(&corev1.Secret{}), remove(&corev1.Service{}), remove(&policyv1.PodDisruptionBudget{})},
+			observe: desired(),
+			want:    observed{Class: backend.ClassNotFound},
+		},
+		"OtherOwnerWithOurParts": {
+			reason:  "Parts of ours beside another resource's Deployment (Create refused at the Deployment) keep the instance: Update reports the clash, Delete removes ours.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{foreign(&appsv1.Deployment{}), remove(&corev1.Service{}), remove(&policyv1.PodDisruptionBudget{})},
+			observe: desired(),
+			want: observed{Diff: "Deployment proxies/" + testName + " is not managed by this resource",
+				Message: "Deployment proxies/" + testName + " is not managed by this resource; ConfigMap and Secret exist", State: commonv1alpha1.StatePending},
+		},
+		"HalfMade": {
+			reason:  "Create stopped after the ConfigMap and the Secret: not NotFound, or the resource would be deleted without Delete and both (the htpasswd) leak.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{remove(&appsv1.Deployment{}), remove(&corev1.Service{}), remove(&policyv1.PodDisruptionBudget{})},
+			observe: desired(),
+			want: observed{Diff: "Deployment proxies/" + testName + " is missing",
+				Message: "Deployment proxies/" + testName + " is missing; ConfigMap and Secret exist", State: commonv1alpha1.StatePending},
+		},
+		"HalfDeleted": {
+			reason:  "A Service that outlives the Deployment (a load balancer finalizer) is still a part: the instance is not gone.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{remove(&appsv1.Deployment{}), remove(&corev1.ConfigMap{}), remove(&corev1.Secret{}), remove(&policyv1.PodDisruptionBudget{})},
+			observe: desired(),
+			want: observed{Diff: "Deployment proxies/" + testName + " is missing",
+				Message: "Deployment proxies/" + testName + " is missing; Service exists", State: commonv1alpha1.StatePending},
+		},
+		"OnlyForeignParts": {
+			reason:  "Parts of another resource are none of ours: NotFound.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{remove(&appsv1.Deployment{}), foreign(&corev1.ConfigMap{}), foreign(&corev1.Secret{}), remove(&corev1.Service{}), remove(&policyv1.PodDisruptionBudget{})},
 			observe: desired(),
 			want:    observed{Class: backend.ClassNotFound},
 		},

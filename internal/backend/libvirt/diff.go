@@ -23,6 +23,7 @@ import (
 //   - paused and pmsuspended are Pending: the domain exists and may resume,
 //     and a person may have paused it on purpose, so it is not replaced;
 //   - shutdown (going down) and shutoff are Stopped, and replaced;
+//   - shut off for no known reason (neverStarted) is Pending: Update starts it;
 //   - crashed, or shut off because it crashed, is Terminated, and replaced;
 //   - nostate is Unknown.
 func instanceState(s domainState) (commonv1alpha1.InstanceState, string) {
@@ -39,12 +40,28 @@ func instanceState(s domainState) (commonv1alpha1.InstanceState, string) {
 		if golibvirt.DomainShutoffReason(s.Reason) == golibvirt.DomainShutoffCrashed {
 			return commonv1alpha1.StateTerminated, "the domain crashed"
 		}
+		if neverStarted(s) {
+			return commonv1alpha1.StatePending, msgNeverStarted
+		}
 		return commonv1alpha1.StateStopped, "the domain is shut off"
 	case golibvirt.DomainCrashed:
 		return commonv1alpha1.StateTerminated, "the domain crashed"
 	case golibvirt.DomainNostate:
 	}
 	return commonv1alpha1.StateUnknown, "libvirt reports no state for the domain"
+}
+
+// msgNeverStarted says why a domain that Create defined is not running.
+const msgNeverStarted = "the domain is defined but was never started"
+
+// neverStarted reports a domain shut off for no known reason: one defined
+// and never started (Create was killed between defining and starting it),
+// or one that was shut off when libvirtd started, which forgets why. A
+// domain a person or its guest stopped, or libvirt destroyed, says so
+// (shutdown, destroyed, ...) and is replaced; this one is started, as
+// Create would have done, instead of being deleted and made again.
+func neverStarted(s domainState) bool {
+	return s.State == golibvirt.DomainShutoff && golibvirt.DomainShutoffReason(s.Reason) == golibvirt.DomainShutoffUnknown
 }
 
 // observedVM is what Observe compares with the desired instance.

@@ -65,7 +65,7 @@ func (c *Cluster) startProvider(ctx context.Context) error {
 		// It has no guest agent and no squid either: Ready can only mean
 		// running with a lease there (the real guest's serving is shown by
 		// internal/backend/libvirt's TestRealGuestServesTraffic).
-		args = append(args, "--"+flagKVMBootDevices+"=network,hd", "--kvm-serve-probe=false")
+		args = append(args, "--"+flagKVMBootDevices+"=network,hd", "--no-kvm-serve-probe")
 		c.KVMNetworkBoot = true
 	}
 	if c.opts.Debug {
