@@ -1,0 +1,139 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command bench measures the provider at scale (make bench, docs/bench.md).
+//
+// Per backend it creates N managed resources, then starts the provider built
+// from cmd/provider as a process (cold start), and times until every MR is
+// Synced and Ready; it reads the provider's CPU time and peak RSS from /proc
+// and its requests from its own metrics (and, for GCE, from the fake), while
+// converging and over one poll interval of steady state. In the same run a
+// baseline program creates the same backend objects with the raw client
+// (client-go, the compute client, go-libvirt) and is timed to the same
+// condition, so each figure comes with ours/baseline.
+//
+//	go run ./hack/bench -n 200 -backends kubernetes,gcp,kvm
+//
+// It prints figures; it asserts nothing. Its exit code says only whether
+// the run itself worked.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+)
+
+const errFmtBackend = "unknown backend %q (kubernetes, gcp, kvm)"
+
+// errMissing is wrapped by the error of a backend whose components this
+// machine lacks: a skip on a laptop, a failure when CI=true (as tests do).
+var errMissing = errors.New("a component is missing")
+
+// options are the command line.
+type options struct {
+	n        int
+	backends []string
+	poll     time.Duration
+	steady   time.Duration
+	rate     int
+	timeout  time.Duration
+	keep     bool
+}
+
+func main() {
+	o := options{}
+	var backends string
+	flag.IntVar(&o.n, "n", 200, "managed resources per backend")
+	flag.StringVar(&backends, "backends", "kubernetes,gcp,kvm", "comma-separated backends to measure, in order")
+	flag.DurationVar(&o.poll, "poll", time.Minute, "the provider's --poll")
+	flag.DurationVar(&o.steady, "steady", 0, "steady-state window after all are Ready; 0 means one poll interval")
+	flag.IntVar(&o.rate, "rate", 100, "the provider's --max-reconcile-rate, and the baseline's concurrency and client QPS (5x, as the provider's)")
+	flag.DurationVar(&o.timeout, "timeout", 0, "how long one backend may take to converge; 0 means 5m + 1s per MR")
+	flag.BoolVar(&o.keep, "keep", false, "keep the state folder and logs")
+	flag.Parse()
+	o.backends = strings.Split(backends, ",")
+	if o.steady == 0 {
+		o.steady = o.poll
+	}
+	if o.timeout == 0 {
+		o.timeout = 5*time.Minute + time.Duration(o.n)*time.Second
+	}
+	// controller-runtime wants a logger; the bench's output is its tables.
+	ctrl.SetLogger(logr.Discard())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	for _, b := range o.backends {
+		if _, ok := benches[b]; !ok {
+			return errors.Errorf(errFmtBackend, b)
+		}
+	}
+	dir, err := os.MkdirTemp("", "egressproxy-bench-")
+	if err != nil {
+		return errors.Wrap(err, "cannot create the state folder")
+	}
+	if o.keep {
+		logf("state and logs: %s", dir)
+	} else {
+		defer os.RemoveAll(dir) //nolint:errcheck // Best effort.
+	}
+	logf("building the provider from cmd/provider")
+	bin, err := buildProvider(ctx, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d, steady window %s, %d CPUs, load average %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, o.steady, numCPU(), loadAvg())
+	var failed []string
+	for _, b := range o.backends {
+		r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}
+		res, err := r.run(ctx, benches[b])
+		switch {
+		case errors.Is(err, errMissing) && !testenv.InCI():
+			logf("%s: SKIPPED: %v (CI=true makes this a failure)", b, err)
+		case err != nil:
+			// One backend failing must not hide the figures of the others.
+			logf("%s: FAILED: %v", b, err)
+			failed = append(failed, b)
+		}
+		if res != nil {
+			res.print(os.Stdout)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if len(failed) > 0 {
+		return errors.Errorf("backends failed: %s (see above)", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// logf reports progress on stderr, so stdout holds only the tables.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,236 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// process is a child process with its output in a log file.
+type process struct {
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	started    time.Time
+	done       chan struct{}
+}
+
+// startProcess runs bin; env is added to this process's environment.
+func startProcess(logPath, bin string, args, env []string) (*process, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // A log this program names.
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create the log file")
+	}
+	cmd := exec.Command(bin, args...) //nolint:gosec // The provider this program built.
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Its own process group, so a Ctrl-C reaches only the bench, which
+	// stops it; and killed if the bench dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, errors.Wrapf(err, "cannot start %s", bin)
+	}
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM, then SIGKILL after 10 s. It may be called again.
+func (p *process) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// cpuSeconds is the user and system CPU time of a process, from
+// /proc/<pid>/stat, or 0 when it cannot be read.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name is in parentheses and may hold spaces: fields after
+	// the last ')' start with state (field 3); utime and stime are 14, 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / clockTicks
+}
+
+// peakRSS is VmHWM of a process in KiB, or 0 when it cannot be read.
+func peakRSS(pid int) int64 {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close() //nolint:errcheck // Read only.
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// selfCPU is this process's user and system CPU time, for the baselines,
+// which run in it.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// loadAvg is the first three fields of /proc/loadavg: the machine is shared,
+// so every figure is printed next to it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+// A sample is one line of the Prometheus text format.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the counters of a Prometheus endpoint. It parses only what
+// the bench reads: name{label="value",...} number.
+func scrape(ctx context.Context, url string) ([]sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer rsp.Body.Close() //nolint:errcheck // Read to the end below.
+	var out []sample
+	s := bufio.NewScanner(rsp.Body)
+	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for s.Scan() {
+		if m, ok := parseSample(s.Text()); ok {
+			out = append(out, m)
+		}
+	}
+	return out, s.Err()
+}
+
+func parseSample(line string) (sample, bool) {
+	if line == "" || line[0] == '#' {
+		return sample{}, false
+	}
+	m := sample{labels: map[string]string{}}
+	rest := line
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		j := strings.LastIndexByte(line, '}')
+		if j < i {
+			return sample{}, false
+		}
+		m.name, rest = line[:i], line[j+1:]
+		for _, kv := range splitLabels(line[i+1 : j]) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue
+			}
+			if uq, err := strconv.Unquote(v); err == nil {
+				v = uq
+			}
+			m.labels[k] = v
+		}
+	} else {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return sample{}, false
+		}
+		m.name, rest = f[0], strings.Join(f[1:], " ")
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return sample{}, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return sample{}, false
+	}
+	m.value = v
+	return m, true
+}
+
+// splitLabels splits a="x",b="y" at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			quoted = !quoted
+		case ',':
+			if !quoted {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}

@@ -1,0 +1,349 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+)
+
+const (
+	// mrNamespace holds the managed resources of every backend.
+	mrNamespace = "bench"
+	// instance is the provider's explicit --provider-instance.
+	instance = "bench"
+
+	errFmtBuild     = "cannot build the provider: %s"
+	errCreateMRs    = "cannot create the managed resources"
+	errProviderUp   = "the provider did not become ready"
+	errFmtConverged = "not every MR became Synced and Ready within %s: %d/%d Synced, %d/%d Ready"
+	errScrape       = "cannot read the provider's metrics"
+)
+
+// A bench is what one backend adds to the common run.
+type bench interface {
+	// gvk is the kind of its managed resource.
+	gvk() schema.GroupVersionKind
+	// start brings up the control plane, the backend's test double and a
+	// ProviderConfig named default.
+	start(ctx context.Context, r *runner) (*env, error)
+	// mr returns managed resource i, in mrNamespace.
+	mr(i int) *unstructured.Unstructured
+	// backendCounts are the requests counted outside the provider (at the
+	// GCE fake), added to the provider's own.
+	backendCounts() counts
+	// baseline creates the same backend objects with the raw client.
+	baseline(ctx context.Context, r *runner) (*baselineResult, error)
+	// stop stops what start started.
+	stop()
+}
+
+var benches = map[string]func() bench{
+	"kubernetes": func() bench { return &kubeBench{} },
+	"gcp":        func() bench { return &gcpBench{} },
+	"kvm":        func() bench { return &kvmBench{} },
+}
+
+// env is what a bench started.
+type env struct {
+	cfg        *rest.Config
+	client     client.Client
+	kubeconfig string
+	// hosts names the targets of the provider's API requests by host:port.
+	hosts map[string]string
+	// opsAreRequests: the provider's backend operations are the backend's
+	// requests (libvirt, whose RPCs are counted nowhere else).
+	opsAreRequests bool
+}
+
+// runner runs one backend.
+type runner struct {
+	o           options
+	providerBin string
+	dir         string
+	backend     string
+}
+
+func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
+	if err := os.MkdirAll(r.dir, 0o750); err != nil {
+		return nil, errors.Wrap(err, "cannot create the state folder")
+	}
+	b := mk()
+	res := &result{backend: r.backend, n: r.o.n, poll: r.o.poll, loadBefore: loadAvg()}
+	logf("%s: starting the control plane and the backend", r.backend)
+	e, err := b.start(ctx, r)
+	defer b.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.opsNotRPCs = e.opsAreRequests
+	if err := ensureNamespace(ctx, e.client, mrNamespace); err != nil {
+		return nil, err
+	}
+	logf("%s: creating %d managed resources (cold start: before the provider)", r.backend, r.o.n)
+	if err := parallel(ctx, r.o.n, 10, func(ctx context.Context, i int) error {
+		return client.IgnoreAlreadyExists(e.client.Create(ctx, b.mr(i)))
+	}); err != nil {
+		return nil, errors.Wrap(err, errCreateMRs)
+	}
+
+	p, err := r.startProvider(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	logf("%s: provider started (pid %d); waiting for %d Synced and Ready", r.backend, p.pid(), r.o.n)
+	if err := r.waitConverged(ctx, e, b.gvk(), p, res); err != nil {
+		res.note = err.Error()
+		return res, err
+	}
+	conv, err := r.counts(ctx, e, b, p)
+	if err != nil {
+		return res, err
+	}
+	res.converge, res.cpuConverge = conv, cpuSeconds(p.pid())
+	logf("%s: all Ready after %s; steady state for %s", r.backend, res.ready.Round(100*time.Millisecond), r.o.steady)
+	select {
+	case <-time.After(r.o.steady):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	st, err := r.counts(ctx, e, b, p)
+	if err != nil {
+		return res, err
+	}
+	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-res.cpuConverge
+	res.steadyPolls = r.o.steady.Seconds() / r.o.poll.Seconds()
+	res.peakRSSKiB = peakRSS(p.pid())
+	p.stop()
+
+	logf("%s: baseline", r.backend)
+	base, err := b.baseline(ctx, r)
+	res.base = base
+	res.loadAfter = loadAvg()
+	return res, errors.Wrap(err, "baseline")
+}
+
+// startProvider runs cmd/provider against the control plane.
+func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
+	metrics, health := freePort(), freePort()
+	args := []string{
+		"--poll=" + r.o.poll.String(),
+		fmt.Sprintf("--max-reconcile-rate=%d", r.o.rate),
+		"--provider-instance=" + instance,
+		// libvirt's test driver has no guest agent: Ready is running with an address.
+		"--no-kvm-serve-probe",
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
+	}
+	p, err := startProcess(filepath.Join(r.dir, "provider.log"), r.providerBin, args, []string{"KUBECONFIG=" + e.kubeconfig})
+	if err != nil {
+		return nil, err
+	}
+	p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if httpOK(ctx, ready) {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			return nil, errors.Errorf("%s: the provider exited (log: %s)", errProviderUp, p.logPath)
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p.stop()
+	return nil, errors.Errorf("%s (log: %s)", errProviderUp, p.logPath)
+}
+
+// waitConverged polls the managed resources until every one is Synced and
+// Ready, and records when each condition first held for all, counted from
+// the provider's start.
+func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVersionKind, p *process, res *result) error {
+	deadline := time.Now().Add(r.o.timeout)
+	var synced, ready int
+	for time.Now().Before(deadline) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := e.client.List(ctx, l, client.InNamespace(mrNamespace)); err == nil {
+			synced, ready = 0, 0
+			for i := range l.Items {
+				synced += btoi(conditionTrue(&l.Items[i], "Synced"))
+				ready += btoi(conditionTrue(&l.Items[i], "Ready"))
+			}
+			now := time.Since(p.started)
+			if res.synced == 0 && synced == r.o.n {
+				res.synced = now
+				res.cpuSynced = cpuSeconds(p.pid())
+			}
+			if synced == r.o.n && ready == r.o.n {
+				res.ready = now
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return errors.Errorf("the provider exited (log: %s)", p.logPath)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return errors.Errorf(errFmtConverged, r.o.timeout, synced, r.o.n, ready, r.o.n)
+}
+
+// counts returns every request so far: the provider's metrics, and what the
+// bench counted at the backend.
+func (r *runner) counts(ctx context.Context, e *env, b bench, p *process) (counts, error) {
+	s, err := scrape(ctx, p.metricsURL)
+	if err != nil {
+		return nil, errors.Wrap(err, errScrape)
+	}
+	c := counts{}
+	for _, m := range s {
+		switch m.name {
+		case "rest_client_requests_total":
+			target, ok := e.hosts[m.labels["host"]]
+			if !ok {
+				target = "apiserver " + m.labels["host"]
+			}
+			c[reqKey{target: target, verb: m.labels["method"]}] += m.value
+		case "egressproxy_backend_calls_total":
+			if e.opsAreRequests {
+				c[reqKey{target: targetVirt + " (provider backend ops)", verb: m.labels["operation"]}] += m.value
+			}
+		}
+	}
+	for k, v := range b.backendCounts() {
+		c[k] += v
+	}
+	return c, nil
+}
+
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	cs, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range cs {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == typ {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parallel runs fn for 0..n-1 on workers goroutines, and returns the first
+// error.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range min(workers, max(n, 1)) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return errors.Wrapf(client.IgnoreAlreadyExists(c.Create(ctx, ns)), "cannot create namespace %s", name)
+}
+
+// buildProvider builds cmd/provider of this checkout into dir.
+func buildProvider(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "provider")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/provider")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", errors.Errorf(errFmtBuild, strings.TrimSpace(string(out))+": "+err.Error())
+	}
+	return bin, nil
+}
+
+// toolCached returns the path hack/tools.sh cached prints, or "".
+func toolCached(name string) string {
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "tools.sh"), "cached", name).Output() //nolint:gosec // Our own script.
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// freePort returns a port that is free on 127.0.0.1 now.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close() //nolint:errcheck // Only its port was needed.
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func httpOK(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = rsp.Body.Close()
+	return rsp.StatusCode == http.StatusOK
+}
