@@ -7,13 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 package squid
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -42,6 +40,19 @@ func Checksum(conf []byte) string {
 // two calls differ; use HtpasswdMatches to keep an existing file when the
 // password has not changed.
 func Htpasswd(user, password string) ([]byte, error) {
+	return defaultVerifier.Htpasswd(user, password)
+}
+
+// HtpasswdMatches reports whether file holds an entry for user whose hash
+// matches password. A backend uses it to keep the current file, and so its
+// salt and every checksum derived from it, when the password is unchanged.
+// Answers are remembered per process (see Verifier), so a steady-state
+// Observe costs no bcrypt comparison.
+func HtpasswdMatches(file []byte, user, password string) bool {
+	return defaultVerifier.HtpasswdMatches(file, user, password)
+}
+
+func newHtpasswd(user, password string) ([]byte, error) {
 	if err := checkUser(user); err != nil {
 		return nil, err
 	}
@@ -59,24 +70,6 @@ func Htpasswd(user, password string) ([]byte, error) {
 	// htpasswd and libxcrypt's crypt(3) (used by basic_ncsa_auth) expect.
 	h = append([]byte("$2y$"), bytes.TrimPrefix(h, []byte("$2a$"))...)
 	return []byte(user + ":" + string(h) + "\n"), nil
-}
-
-// HtpasswdMatches reports whether file holds an entry for user whose hash
-// matches password. A backend uses it to keep the current file, and so its
-// salt and every checksum derived from it, when the password is unchanged.
-func HtpasswdMatches(file []byte, user, password string) bool {
-	if checkUser(user) != nil || password == "" {
-		return false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(file))
-	for sc.Scan() {
-		u, hash, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		if !ok || u != user {
-			continue
-		}
-		return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
-	}
-	return false
 }
 
 func checkUser(user string) error {

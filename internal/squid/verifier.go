@@ -1,0 +1,149 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package squid
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// DefaultMaxVerified bounds the answers a Verifier remembers: one per proxy
+// (plus a rotation in flight) at a few thousand proxies, ~100 KiB.
+const DefaultMaxVerified = 4096
+
+// A Verifier checks htpasswd files against passwords and remembers its
+// answers, so that an unchanged (hash, password) pair costs one bcrypt
+// comparison per process instead of one per Observe (~60 ms at cost 10). A
+// rotated password makes a new pair, which is compared at once. Answers are
+// keyed by an HMAC of the pair under a per-Verifier random key: the password
+// is never stored, and the key cannot be tested offline. A Verifier is safe
+// for concurrent use.
+type Verifier struct {
+	compare func(hash, password []byte) error
+	max     int
+	key     []byte
+
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]bool
+}
+
+// A VerifierOption configures a Verifier.
+type VerifierOption func(*Verifier)
+
+// WithCompare replaces bcrypt.CompareHashAndPassword, e.g. to count calls.
+func WithCompare(fn func(hash, password []byte) error) VerifierOption {
+	return func(v *Verifier) { v.compare = fn }
+}
+
+// WithMaxVerified bounds the remembered answers; 0 remembers none.
+func WithMaxVerified(n int) VerifierOption {
+	return func(v *Verifier) { v.max = n }
+}
+
+// NewVerifier returns a Verifier that remembers up to DefaultMaxVerified
+// answers.
+func NewVerifier(o ...VerifierOption) *Verifier {
+	v := &Verifier{
+		compare: bcrypt.CompareHashAndPassword,
+		max:     DefaultMaxVerified,
+		key:     make([]byte, sha256.Size),
+		seen:    map[[sha256.Size]byte]bool{},
+	}
+	// crypto/rand.Read never fails since Go 1.24.
+	_, _ = rand.Read(v.key)
+	for _, fn := range o {
+		fn(v)
+	}
+	return v
+}
+
+// defaultVerifier serves HtpasswdMatches and Htpasswd. It holds no state a
+// caller can observe other than time: every answer is what bcrypt would say.
+var defaultVerifier = NewVerifier()
+
+// Htpasswd is Htpasswd that also remembers the new file accepts password, so
+// the Observe after a Create or rotation needs no bcrypt comparison either.
+func (v *Verifier) Htpasswd(user, password string) ([]byte, error) {
+	file, err := newHtpasswd(user, password)
+	if err != nil {
+		return nil, err
+	}
+	hash := strings.TrimSuffix(strings.TrimPrefix(string(file), user+":"), "\n")
+	v.remember(v.sum(hash, password), true)
+	return file, nil
+}
+
+// HtpasswdMatches is HtpasswdMatches with remembered answers.
+func (v *Verifier) HtpasswdMatches(file []byte, user, password string) bool {
+	if checkUser(user) != nil || password == "" {
+		return false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(file))
+	for sc.Scan() {
+		u, hash, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || u != user {
+			continue
+		}
+		return v.matches(hash, password)
+	}
+	return false
+}
+
+func (v *Verifier) matches(hash, password string) bool {
+	k := v.sum(hash, password)
+	v.mu.Lock()
+	ok, known := v.seen[k]
+	v.mu.Unlock()
+	if known {
+		return ok
+	}
+	// Compare unlocked: two proxies must not wait on each other's bcrypt.
+	// A comparison is deterministic, so a mismatch is remembered too.
+	ok = v.compare([]byte(hash), []byte(password)) == nil
+	v.remember(k, ok)
+	return ok
+}
+
+func (v *Verifier) sum(hash, password string) [sha256.Size]byte {
+	m := hmac.New(sha256.New, v.key)
+	m.Write([]byte(hash))
+	m.Write([]byte{0})
+	m.Write([]byte(password))
+	var k [sha256.Size]byte
+	copy(k[:], m.Sum(nil))
+	return k
+}
+
+func (v *Verifier) remember(k [sha256.Size]byte, ok bool) {
+	if v.max <= 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, known := v.seen[k]; !known && len(v.seen) >= v.max {
+		// Drop an arbitrary entry (map order is random): a dropped pair
+		// only costs one more comparison.
+		for old := range v.seen {
+			delete(v.seen, old)
+			break
+		}
+	}
+	v.seen[k] = ok
+}
+
+func (v *Verifier) size() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.seen)
+}

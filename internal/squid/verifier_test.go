@@ -1,0 +1,133 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package squid
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// counting returns a bcrypt comparison that counts its calls.
+func counting(n *atomic.Int64) VerifierOption {
+	return WithCompare(func(hash, password []byte) error {
+		n.Add(1)
+		return bcrypt.CompareHashAndPassword(hash, password)
+	})
+}
+
+func TestVerifierComparisons(t *testing.T) {
+	const user = "team-a"
+	// Made outside the Verifiers under test, as a Secret written by an
+	// earlier process would be: nothing about them is remembered yet.
+	stored, err := newHtpasswd(user, "secret-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		matches     []bool
+		comparisons int64
+	}
+	cases := map[string]struct {
+		reason    string
+		opts      []VerifierOption
+		passwords []string
+		want      want
+	}{
+		"UnchangedOnce": {
+			reason:    "An unchanged (hash, password) pair is compared once, however many Observes ask.",
+			passwords: []string{"secret-a", "secret-a", "secret-a", "secret-a", "secret-a"},
+			want:      want{matches: []bool{true, true, true, true, true}, comparisons: 1},
+		},
+		"RotationAtOnce": {
+			reason:    "A rotated password is a new pair: the first Observe after the rotation compares it and sees the mismatch.",
+			passwords: []string{"secret-a", "secret-a", "rotated", "rotated", "secret-a"},
+			want:      want{matches: []bool{true, true, false, false, true}, comparisons: 2},
+		},
+		"NothingRemembered": {
+			reason:    "With no room, every question costs a comparison, and the answers stay right.",
+			opts:      []VerifierOption{WithMaxVerified(0)},
+			passwords: []string{"secret-a", "rotated", "secret-a"},
+			want:      want{matches: []bool{true, false, true}, comparisons: 3},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var n atomic.Int64
+			v := NewVerifier(append([]VerifierOption{counting(&n)}, tc.opts...)...)
+			got := want{}
+			for _, p := range tc.passwords {
+				got.matches = append(got.matches, v.HtpasswdMatches(stored, user, p))
+			}
+			got.comparisons = n.Load()
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("\n%s\nHtpasswdMatches(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestVerifierHtpasswdRemembers(t *testing.T) {
+	var n atomic.Int64
+	v := NewVerifier(counting(&n))
+	file, err := v.Htpasswd("team-a", "secret-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Observe right after a Create or rotation needs no comparison.
+	if !v.HtpasswdMatches(file, "team-a", "secret-a") {
+		t.Error("HtpasswdMatches(Htpasswd(u, p), u, p) = false")
+	}
+	if v.HtpasswdMatches(file, "team-a", "rotated") {
+		t.Error("HtpasswdMatches(Htpasswd(u, p), u, rotated) = true")
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("comparisons = %d, want 1 (only the rotated password)", got)
+	}
+}
+
+func TestVerifierBounded(t *testing.T) {
+	// A fake comparison: the bound is about entries, not bcrypt.
+	v := NewVerifier(WithMaxVerified(8), WithCompare(func(_, _ []byte) error { return nil }))
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				v.HtpasswdMatches([]byte(fmt.Sprintf("u:hash-%d-%d\n", g, i)), "u", "p")
+			}
+		})
+	}
+	wg.Wait()
+	if got := v.size(); got > 8 {
+		t.Errorf("remembered %d answers, want at most 8", got)
+	}
+}
+
+// BenchmarkHtpasswdMatches shows the steady-state cost of checking an
+// unchanged password, with and without remembered answers.
+func BenchmarkHtpasswdMatches(b *testing.B) {
+	file, err := newHtpasswd("team-a", "secret-a")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, v := range map[string]*Verifier{
+		"Bcrypt":     NewVerifier(WithMaxVerified(0)),
+		"Remembered": NewVerifier(),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if !v.HtpasswdMatches(file, "team-a", "secret-a") {
+					b.Fatal("HtpasswdMatches(...) = false")
+				}
+			}
+		})
+	}
+}
