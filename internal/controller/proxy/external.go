@@ -187,8 +187,9 @@ func (e *External[M, P, O]) Update(ctx context.Context, mg M) (managed.ExternalU
 // Delete starts deleting the instance; Observe reports when it is gone.
 func (e *External[M, P, O]) Delete(ctx context.Context, mg M) (managed.ExternalDelete, error) {
 	// Deleting needs no credentials: a missing credentials Secret must not
-	// block the deletion of an instance.
-	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, e.backend.Delete(ctx, e.desired(mg, backend.Credentials{})))
+	// block the deletion of an instance. What is already gone is deleted.
+	err := backend.IgnoreNotFound(e.backend.Delete(ctx, e.desired(mg, backend.Credentials{})))
+	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, err)
 }
 
 // persisted is failed for Create, Update and Delete, which also saves the

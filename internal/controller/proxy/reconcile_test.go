@@ -228,7 +228,7 @@ func TestManagedReconcilerErrors(t *testing.T) {
 	e := kube.Shared(t)
 	ns := e.Namespace(t, "errors")
 	quota := &memoryBackend{instances: map[string]backend.Desired[params]{}, createErr: backend.Quota(errors.New("Quota 'CPUS' exceeded. Limit: 8.0"))}
-	startProvider(t, e, func(_ context.Context, _ client.Client, cfg proxy.Config) (backend.Backend[params, obs], error) {
+	startProvider(t, e, func(context.Context, client.Client, proxy.Config) (backend.Backend[params, obs], error) {
 		return quota.fns(), nil
 	})
 	ctx := t.Context()
@@ -237,17 +237,18 @@ func TestManagedReconcilerErrors(t *testing.T) {
 	}
 
 	cases := map[string]struct {
-		reason      string
-		mg          *v1alpha1.KubernetesProxy
-		wantSynced  string
-		wantReady   xpv2.ConditionReason
-		wantMessage string
+		reason string
+		mg     *v1alpha1.KubernetesProxy
+		// wantMessage is part of the Synced=False message; wantProvisioned,
+		// when set, the reason of the Provisioned condition.
+		wantMessage     string
+		wantProvisioned xpv2.ConditionReason
 	}{
 		"Quota": {
-			reason:      "A quota error shows as Synced=False with the backend's message and Provisioned reason QuotaExceeded.",
-			mg:          kubernetesProxy(ns, "quota"),
-			wantReady:   "QuotaExceeded",
-			wantMessage: "Quota 'CPUS' exceeded",
+			reason:          "A quota error shows as Synced=False with the backend's message and Provisioned reason QuotaExceeded.",
+			mg:              kubernetesProxy(ns, "quota"),
+			wantProvisioned: "QuotaExceeded",
+			wantMessage:     "Quota 'CPUS' exceeded",
 		},
 		"MissingConfig": {
 			reason: "A missing provider config says which one.",
@@ -265,8 +266,8 @@ func TestManagedReconcilerErrors(t *testing.T) {
 				mg.Spec.ForProvider.CredentialsSecretRef = &commonv1alpha1.LocalSecretReference{Name: "missing"}
 				return mg
 			}(),
-			wantReady:   "PermanentError",
-			wantMessage: `cannot get credentialsSecretRef Secret "missing"`,
+			wantProvisioned: "PermanentError",
+			wantMessage:     `cannot get credentialsSecretRef Secret "missing"`,
 		},
 	}
 	for name, tc := range cases {
@@ -279,10 +280,10 @@ func TestManagedReconcilerErrors(t *testing.T) {
 				c, err := condition(e.Client, nn, xpv2.TypeSynced)
 				return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, tc.wantMessage), fmt.Sprint(c, err)
 			})
-			if tc.wantReady != "" {
+			if tc.wantProvisioned != "" {
 				kube.Eventually(t, "the Provisioned reason", func() (bool, string) {
 					c, err := condition(e.Client, nn, proxy.TypeProvisioned)
-					return err == nil && c.Reason == tc.wantReady, fmt.Sprint(c, err)
+					return err == nil && c.Reason == tc.wantProvisioned, fmt.Sprint(c, err)
 				})
 			}
 		})

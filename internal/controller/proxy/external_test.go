@@ -1,0 +1,606 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+)
+
+// testKind adapts KubernetesProxy as the kubernetesproxy package does; that
+// package imports this one, so it cannot be used here.
+type testKind struct{}
+
+func (testKind) Proxy(mg *v1alpha1.KubernetesProxy) commonv1alpha1.ProxyParameters {
+	return mg.Spec.ForProvider.ProxyParameters
+}
+func (testKind) Params(mg *v1alpha1.KubernetesProxy) kparams { return mg.Spec.ForProvider }
+func (testKind) SetObservation(mg *v1alpha1.KubernetesProxy, o backend.Observation[kobs]) {
+	mg.Status.AtProvider = o.Extra
+	mg.Status.AtProvider.ProxyObservation = CommonObservation(o)
+}
+func (testKind) MaxNameLength() int { return backend.MaxNameKubernetes }
+
+const (
+	extEndpoint = "10.0.0.7:3128"
+	extUID      = "0b3c1e0e-5f3a-4c1e-9a57-1a2b3c4d5e6f"
+
+	meaningQuota     = "the backend has no quota or capacity left; retrying with backoff"
+	meaningTransient = "the backend is unavailable; retrying with backoff"
+	meaningPermanent = "the backend refused the request; fix the spec, the provider config or its credentials"
+	meaningNotFound  = "a part the proxy needs does not exist"
+)
+
+var (
+	errBoom = errors.New("boom")
+	alice   = backend.Credentials{Username: "alice", Password: "s3cret"}
+)
+
+type mgOption func(*v1alpha1.KubernetesProxy)
+
+// extMR is a KubernetesProxy whose credentials come from the Secret "creds".
+func extMR(o ...mgOption) *v1alpha1.KubernetesProxy {
+	mg := &v1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: extUID}}
+	mg.Spec.ForProvider.CredentialsSecretRef = &commonv1alpha1.LocalSecretReference{Name: "creds"}
+	for _, fn := range o {
+		fn(mg)
+	}
+	return mg
+}
+
+// withGenerated makes mg use generated credentials.
+func withGenerated() mgOption {
+	return func(mg *v1alpha1.KubernetesProxy) { mg.Spec.ForProvider.CredentialsSecretRef = nil }
+}
+
+func withPolicies(p ...xpv2.ManagementAction) mgOption {
+	return func(mg *v1alpha1.KubernetesProxy) { mg.SetManagementPolicies(p) }
+}
+
+func withDeletion() mgOption {
+	return func(mg *v1alpha1.KubernetesProxy) {
+		now := metav1.Now()
+		mg.SetDeletionTimestamp(&now)
+	}
+}
+
+// givenSecret answers a Get of the credentialsSecretRef Secret with c.
+func givenSecret(c backend.Credentials) test.MockGetFn {
+	return test.NewMockGetFn(nil, func(o client.Object) error {
+		s, ok := o.(*corev1.Secret)
+		if !ok {
+			return errors.Errorf("unexpected Get of %T", o)
+		}
+		s.Data = map[string][]byte{SecretKeyUsername: []byte(c.Username), SecretKeyPassword: []byte(c.Password)}
+		return nil
+	})
+}
+
+func extScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// observed returns an ObserveFn that checks the credentials it is given and
+// reports o.
+func observed(want backend.Credentials, o backend.Observation[kobs]) func(context.Context, backend.Desired[kparams]) (backend.Observation[kobs], error) {
+	return func(_ context.Context, d backend.Desired[kparams]) (backend.Observation[kobs], error) {
+		if d.Credentials != want {
+			return backend.Observation[kobs]{}, errors.Errorf("Observe got credentials %q, want %q", d.Credentials.Username, want.Username)
+		}
+		return o, nil
+	}
+}
+
+func failing(err error) func(context.Context, backend.Desired[kparams]) (backend.Observation[kobs], error) {
+	return func(context.Context, backend.Desired[kparams]) (backend.Observation[kobs], error) {
+		return backend.Observation[kobs]{}, err
+	}
+}
+
+func provisionedTrue() xpv2.Condition {
+	return xpv2.Condition{Type: TypeProvisioned, Status: corev1.ConditionTrue, Reason: "Available"}
+}
+
+func provisionedFalse(reason xpv2.ConditionReason, message string) xpv2.Condition {
+	return xpv2.Condition{Type: TypeProvisioned, Status: corev1.ConditionFalse, Reason: reason, Message: message}
+}
+
+func TestExternalObserve(t *testing.T) {
+	running := backend.Observation[kobs]{State: commonv1alpha1.StateRunning, Ready: true, Endpoint: extEndpoint, UpToDate: true}
+	withState := func(s commonv1alpha1.InstanceState) backend.Observation[kobs] {
+		o := running
+		o.State, o.Ready = s, false
+		return o
+	}
+	withCreds := managed.ConnectionDetails{
+		ConnectionEndpoint: []byte(extEndpoint),
+		ConnectionPort:     []byte("3128"),
+		ConnectionUsername: []byte("alice"),
+		ConnectionPassword: []byte("s3cret"),
+		ConnectionURL:      []byte("http://alice:s3cret@" + extEndpoint),
+	}
+	noCreds := managed.ConnectionDetails{
+		ConnectionEndpoint: []byte(extEndpoint),
+		ConnectionPort:     []byte("3128"),
+		ConnectionURL:      []byte("http://" + extEndpoint),
+	}
+	notFoundGet := test.NewMockGetFn(kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "web-kubernetesproxy-credentials"))
+	// An observe-only resource must write nothing: neither a Secret nor the
+	// backend (Fns has no Create, Update or Delete set, so those panic).
+	noCreate := test.NewMockCreateFn(errors.New("Observe must not create a Secret"))
+	errMissing := kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "creds")
+
+	type fields struct {
+		kube    client.Client
+		backend backend.Fns[kparams, kobs]
+	}
+	type want struct {
+		o          managed.ExternalObservation
+		err        error
+		conditions []xpv2.Condition
+	}
+	cases := map[string]struct {
+		reason string
+		fields fields
+		mg     *v1alpha1.KubernetesProxy
+		want   want
+	}{
+		"NotFound": {
+			reason: "A NotFound instance does not exist, so the managed reconciler creates it; no condition changes.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.NotFound(errBoom))},
+			},
+			mg:   extMR(),
+			want: want{o: managed.ExternalObservation{ResourceExists: false}},
+		},
+		"ReadyWithConnectionDetails": {
+			reason: "A ready instance is Available and publishes endpoint, port, username, password and a proxy URL.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, running)},
+			},
+			mg: extMR(),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{xpv2.Available(), provisionedTrue()},
+			},
+		},
+		"NotUpToDate": {
+			reason: "An instance that differs from the spec is not up to date, and its diff is passed on for the debug log.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
+					o := running
+					o.UpToDate, o.Diff = false, "allowedDestinations differ"
+					return o
+				}())},
+			},
+			mg: extMR(),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false, ConnectionDetails: withCreds, Diff: "allowedDestinations differ"},
+				conditions: []xpv2.Condition{xpv2.Available(), provisionedTrue()},
+			},
+		},
+		"UnreadyMessage": {
+			reason: "An instance that is not ready yet says why on the Ready condition.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
+					o := running
+					o.Ready, o.Message = false, "1 of 2 replicas available"
+					return o
+				}())},
+			},
+			mg: extMR(),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{xpv2.Unavailable().WithMessage("1 of 2 replicas available"), provisionedTrue()},
+			},
+		},
+		"Stopped": {
+			reason: "A stopped instance is reported not up to date, so Update replaces it, and Ready says Replacing.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, withState(commonv1alpha1.StateStopped))},
+			},
+			mg: extMR(),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{
+					{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ConditionReasonReplacing, Message: "instance is Stopped: replacing it"},
+					provisionedTrue(),
+				},
+			},
+		},
+		"Terminated": {
+			reason: "A terminated instance is replaced like a stopped one.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, withState(commonv1alpha1.StateTerminated))},
+			},
+			mg: extMR(),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{
+					{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ConditionReasonReplacing, Message: "instance is Terminated: replacing it"},
+					provisionedTrue(),
+				},
+			},
+		},
+		"NoEndpoint": {
+			reason: "Without an endpoint there is nothing to connect to, so no connection details are published.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
+					o := running
+					o.Ready, o.Endpoint, o.Message = false, "", "waiting for an address"
+					return o
+				}())},
+			},
+			mg: extMR(),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				conditions: []xpv2.Condition{xpv2.Unavailable().WithMessage("waiting for an address"), provisionedTrue()},
+			},
+		},
+		"ObserveOnlyGeneratesNothing": {
+			reason: "An observe-only resource without generated credentials neither makes them nor publishes empty ones.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: notFoundGet, MockCreate: noCreate, MockScheme: test.NewMockSchemeFn(extScheme(t))},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(backend.Credentials{}, running)},
+			},
+			mg: extMR(withGenerated(), withPolicies(xpv2.ManagementActionObserve)),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: noCreds},
+				conditions: []xpv2.Condition{xpv2.Available(), provisionedTrue()},
+			},
+		},
+		"DeletingNeedsNoCredentials": {
+			reason: "A resource being deleted is observed without reading its credentials Secret, which may be gone already.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: test.NewMockGetFn(errors.New("Observe of a deleted resource must not read Secrets"))},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(backend.Credentials{}, running)},
+			},
+			mg: extMR(withDeletion()),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: noCreds},
+				conditions: []xpv2.Condition{xpv2.Available(), provisionedTrue()},
+			},
+		},
+		"MissingCredentialsSecret": {
+			reason: "A missing credentialsSecretRef Secret is the user's to fix: Provisioned says PermanentError.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: test.NewMockGetFn(errMissing)},
+			},
+			mg: extMR(),
+			want: want{
+				err:        errors.Wrap(backend.Permanent(errors.Wrapf(errMissing, errFmtGetCredentials, "creds")), errObserve+": "+meaningPermanent),
+				conditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
+			},
+		},
+		"QuotaError": {
+			reason: "A quota error is wrapped with its meaning and recorded as Provisioned reason QuotaExceeded.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Quota(errBoom))},
+			},
+			mg: extMR(),
+			want: want{
+				err:        errors.Wrap(backend.Quota(errBoom), errObserve+": "+meaningQuota),
+				conditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
+			},
+		},
+		"TransientError": {
+			reason: "A transient error is recorded as Provisioned reason TransientError.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Transient(errBoom))},
+			},
+			mg: extMR(),
+			want: want{
+				err:        errors.Wrap(backend.Transient(errBoom), errObserve+": "+meaningTransient),
+				conditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
+			},
+		},
+		"PermanentError": {
+			reason: "A permanent error is recorded as Provisioned reason PermanentError.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Permanent(errBoom))},
+			},
+			mg: extMR(),
+			want: want{
+				err:        errors.Wrap(backend.Permanent(errBoom), errObserve+": "+meaningPermanent),
+				conditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
+			},
+		},
+		"UnclassifiedError": {
+			reason: "An error no backend classified counts as transient.",
+			fields: fields{
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(errBoom)},
+			},
+			mg: extMR(),
+			want: want{
+				err:        errors.Wrap(errBoom, errObserve+": "+meaningTransient),
+				conditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.fields.backend, tc.fields.kube, "test")
+			got, err := e.Observe(t.Context(), tc.mg)
+			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
+				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.o, got); diff != "" {
+				t.Errorf("%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.conditions, tc.mg.Status.Conditions, test.EquateConditions()); diff != "" {
+				t.Errorf("%s\nObserve(...): -want conditions, +got conditions:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// statusPatches counts the status patches persisted makes.
+type statusPatches struct{ n int }
+
+func (p *statusPatches) fn() test.MockSubResourcePatchFn {
+	return func(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		p.n++
+		return nil
+	}
+}
+
+// writeFn is a backend Create, Update or Delete that checks the credentials
+// it is given and returns err.
+func writeFn(want backend.Credentials, err error) func(context.Context, backend.Desired[kparams]) error {
+	return func(_ context.Context, d backend.Desired[kparams]) error {
+		if d.Credentials != want {
+			return errors.Errorf("got credentials %q, want %q", d.Credentials.Username, want.Username)
+		}
+		if d.Name != backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, backend.MaxNameKubernetes) {
+			return errors.Errorf("unexpected instance name %q", d.Name)
+		}
+		return err
+	}
+}
+
+// writeCase is one case of Create, Update or Delete.
+type writeCase struct {
+	reason  string
+	kube    *test.MockClient
+	backend backend.Fns[kparams, kobs]
+	mg      *v1alpha1.KubernetesProxy
+	// wantErr is the error, wantConditions the conditions after the call,
+	// and wantPatches how often the Provisioned condition was saved.
+	wantErr        error
+	wantConditions []xpv2.Condition
+	wantPatches    int
+}
+
+func runWriteCases(t *testing.T, op string, call func(*External[*v1alpha1.KubernetesProxy, kparams, kobs], *v1alpha1.KubernetesProxy) error, cases map[string]writeCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &statusPatches{}
+			tc.kube.MockStatusPatch = p.fn()
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.backend, tc.kube, "test")
+			err := call(e, tc.mg)
+			if diff := cmp.Diff(tc.wantErr, err, test.EquateErrors()); diff != "" {
+				t.Errorf("%s\n%s(...): -want error, +got error:\n%s", tc.reason, op, diff)
+			}
+			if diff := cmp.Diff(tc.wantConditions, tc.mg.Status.Conditions, test.EquateConditions()); diff != "" {
+				t.Errorf("%s\n%s(...): -want conditions, +got conditions:\n%s", tc.reason, op, diff)
+			}
+			if p.n != tc.wantPatches {
+				t.Errorf("%s\n%s(...): want %d status patches, got %d", tc.reason, op, tc.wantPatches, p.n)
+			}
+		})
+	}
+}
+
+func TestExternalCreate(t *testing.T) {
+	name := backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, backend.MaxNameKubernetes)
+	// generatedCreate accepts only the generated credentials Secret, owned
+	// by the resource, and hands its credentials to the backend Create.
+	var generated backend.Credentials
+	generatedCreate := test.NewMockCreateFn(nil, func(o client.Object) error {
+		s, ok := o.(*corev1.Secret)
+		if !ok || s.Name != "web-kubernetesproxy-credentials" || len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != extUID {
+			return errors.Errorf("unexpected Create of %T %q", o, o.GetName())
+		}
+		generated = backend.Credentials{Username: string(s.Data[SecretKeyUsername]), Password: string(s.Data[SecretKeyPassword])}
+		return nil
+	})
+	cases := map[string]writeCase{
+		"Success": {
+			reason:  "Create passes the given credentials to the backend and saves no condition.",
+			kube:    &test.MockClient{MockGet: givenSecret(alice)},
+			backend: backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, nil)},
+			mg:      extMR(),
+		},
+		"GeneratedCredentials": {
+			reason: "Create generates credentials, kept in a Secret the resource controls, and passes them to the backend.",
+			kube: &test.MockClient{
+				MockGet:    test.NewMockGetFn(kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "web-kubernetesproxy-credentials")),
+				MockCreate: generatedCreate,
+				MockScheme: test.NewMockSchemeFn(extScheme(t)),
+			},
+			backend: backend.Fns[kparams, kobs]{CreateFn: func(_ context.Context, d backend.Desired[kparams]) error {
+				if d.Credentials != generated || d.Credentials.Username != GeneratedUsername || len(d.Credentials.Password) != generatedPasswordLength {
+					return errors.New("Create must get the credentials it stored in the generated Secret")
+				}
+				return nil
+			}},
+			mg: extMR(withGenerated()),
+		},
+		"QuotaError": {
+			reason:         "A quota error on Create is saved at once as Provisioned reason QuotaExceeded.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Quota(errBoom))},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.Quota(errBoom), errCreate+": "+meaningQuota),
+			wantConditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
+			wantPatches:    1,
+		},
+		"TransientError": {
+			reason:         "A transient error on Create is saved as Provisioned reason TransientError.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Transient(errBoom))},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.Transient(errBoom), errCreate+": "+meaningTransient),
+			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
+			wantPatches:    1,
+		},
+		"PermanentError": {
+			reason:         "A permanent error on Create is saved as Provisioned reason PermanentError.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Permanent(errBoom))},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.Permanent(errBoom), errCreate+": "+meaningPermanent),
+			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
+			wantPatches:    1,
+		},
+		"NotFoundError": {
+			reason:         "A part Create needs that does not exist (say, a network) is saved as Provisioned reason NotFound.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.NotFound(errBoom))},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.NotFound(errBoom), errCreate+": "+meaningNotFound),
+			wantConditions: []xpv2.Condition{provisionedFalse("NotFound", meaningNotFound)},
+			wantPatches:    1,
+		},
+		"UnclassifiedError": {
+			reason:         "An unclassified error on Create counts as transient.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, errBoom)},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(errBoom, errCreate+": "+meaningTransient),
+			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
+			wantPatches:    1,
+		},
+	}
+	runWriteCases(t, "Create", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
+		_, err := e.Create(t.Context(), mg)
+		if got := meta.GetExternalName(mg); got != name {
+			t.Errorf("Create(...): want external name %q, got %q", name, got)
+		}
+		return err
+	}, cases)
+}
+
+func TestExternalUpdate(t *testing.T) {
+	errMissing := kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "creds")
+	cases := map[string]writeCase{
+		"Success": {
+			reason:  "Update passes the given credentials to the backend.",
+			kube:    &test.MockClient{MockGet: givenSecret(alice)},
+			backend: backend.Fns[kparams, kobs]{UpdateFn: writeFn(alice, nil)},
+			mg:      extMR(),
+		},
+		"MissingCredentialsSecret": {
+			reason:         "Update without its credentials Secret calls no backend, and saves Provisioned reason PermanentError.",
+			kube:           &test.MockClient{MockGet: test.NewMockGetFn(errMissing)},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.Permanent(errors.Wrapf(errMissing, errFmtGetCredentials, "creds")), errUpdate+": "+meaningPermanent),
+			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
+			wantPatches:    1,
+		},
+		"QuotaError": {
+			reason:         "A quota error on Update is saved as Provisioned reason QuotaExceeded.",
+			kube:           &test.MockClient{MockGet: givenSecret(alice)},
+			backend:        backend.Fns[kparams, kobs]{UpdateFn: writeFn(alice, backend.Quota(errBoom))},
+			mg:             extMR(),
+			wantErr:        errors.Wrap(backend.Quota(errBoom), errUpdate+": "+meaningQuota),
+			wantConditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
+			wantPatches:    1,
+		},
+	}
+	runWriteCases(t, "Update", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
+		_, err := e.Update(t.Context(), mg)
+		return err
+	}, cases)
+}
+
+func TestExternalDelete(t *testing.T) {
+	// Delete must not read Secrets: a missing credentials Secret must not
+	// block the deletion of an instance.
+	noGet := test.NewMockGetFn(errors.New("Delete must not read Secrets"))
+	cases := map[string]writeCase{
+		"Success": {
+			reason:  "Delete needs no credentials.",
+			kube:    &test.MockClient{MockGet: noGet},
+			backend: backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, nil)},
+			mg:      extMR(withDeletion()),
+		},
+		"TransientError": {
+			reason:         "A transient error on Delete is saved as Provisioned reason TransientError.",
+			kube:           &test.MockClient{MockGet: noGet},
+			backend:        backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, backend.Transient(errBoom))},
+			mg:             extMR(withDeletion()),
+			wantErr:        errors.Wrap(backend.Transient(errBoom), errDelete+": "+meaningTransient),
+			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
+			wantPatches:    1,
+		},
+		"PermanentError": {
+			reason:         "A permanent error on Delete is saved as Provisioned reason PermanentError.",
+			kube:           &test.MockClient{MockGet: noGet},
+			backend:        backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, backend.Permanent(errBoom))},
+			mg:             extMR(withDeletion()),
+			wantErr:        errors.Wrap(backend.Permanent(errBoom), errDelete+": "+meaningPermanent),
+			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
+			wantPatches:    1,
+		},
+	}
+	runWriteCases(t, "Delete", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
+		_, err := e.Delete(t.Context(), mg)
+		return err
+	}, cases)
+}
+
+// TestExternalDeleteNotFound checks the promise of backend.ClassNotFound and
+// docs/backends.md ("NotFound ... Delete: success").
+func TestExternalDeleteNotFound(t *testing.T) {
+	runWriteCases(t, "Delete", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
+		_, err := e.Delete(t.Context(), mg)
+		return err
+	}, map[string]writeCase{
+		"NotFound": {
+			reason:  "Deleting an instance, or a part, that is already gone is success.",
+			kube:    &test.MockClient{MockGet: test.NewMockGetFn(errors.New("Delete must not read Secrets"))},
+			backend: backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, backend.NotFound(errBoom))},
+			mg:      extMR(withDeletion()),
+		},
+	})
+}
