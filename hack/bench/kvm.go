@@ -10,9 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -21,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
@@ -44,7 +42,7 @@ func kvmPool(prefix string, i int) string { return fmt.Sprintf("%s-pool-%d", pre
 // bench holds one for the whole run.
 type kvmBench struct {
 	kube *kube.Env
-	t    *tb
+	t    *testenv.Outside
 	l    *golibvirt.Libvirt
 	d    *libvirtd.Daemon
 }
@@ -54,17 +52,17 @@ func (k *kvmBench) gvk() schema.GroupVersionKind {
 }
 
 func (k *kvmBench) start(ctx context.Context, r *runner) (e *env, err error) {
-	k.t = &tb{}
+	k.t = testenv.NewOutside("bench", logf)
 	// The libvirtd helpers are test helpers: a failure or skip panics
 	// here and becomes an error.
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(tbFailure)
+			f, ok := r.(testenv.OutsideFailure)
 			if !ok {
 				panic(r)
 			}
-			err = errors.New("cannot start a private libvirtd: " + f.msg)
-			if f.skip {
+			err = errors.New("cannot start a private libvirtd: " + f.Msg)
+			if f.Skip {
 				err = errors.Wrap(errMissing, err.Error())
 			}
 		}
@@ -110,7 +108,7 @@ func (k *kvmBench) stop() {
 		k.kube.Stop()
 	}
 	if k.t != nil {
-		k.t.cleanup()
+		k.t.RunCleanups()
 	}
 }
 
@@ -224,65 +222,6 @@ func defineDomain(l *golibvirt.Libvirt, cnt *counter, pool golibvirt.StoragePool
 	err = l.DomainCreate(d)
 	cnt.inc(targetVirt, "DomainCreate")
 	return errors.Wrap(err, "cannot start a domain")
-}
-
-// tbFailure is what tb panics with when a helper fails or skips.
-type tbFailure struct {
-	msg  string
-	skip bool
-}
-
-// tb lets the bench use the test helpers of internal/testenv/libvirtd
-// outside a test: failures and skips panic with a tbFailure, and cleanups
-// run at stop. The embedded interface is nil: helpers call only the
-// methods below.
-type tb struct {
-	testing.TB
-
-	mu       sync.Mutex
-	cleanups []func()
-	failed   bool
-}
-
-func (t *tb) Helper()                           {}
-func (t *tb) Name() string                      { return "bench" }
-func (t *tb) Logf(format string, args ...any)   { logf("  "+format, args...) }
-func (t *tb) Log(args ...any)                   { logf("  %s", fmt.Sprint(args...)) }
-func (t *tb) Failed() bool                      { return t.failed }
-func (t *tb) Errorf(format string, args ...any) { t.failed = true; t.Logf(format, args...) }
-func (t *tb) Fatalf(format string, args ...any) {
-	t.failed = true
-	panic(tbFailure{msg: fmt.Sprintf(format, args...)})
-}
-func (t *tb) Fatal(args ...any) { t.Fatalf("%s", fmt.Sprint(args...)) }
-func (t *tb) Skipf(format string, args ...any) {
-	panic(tbFailure{msg: fmt.Sprintf(format, args...), skip: true})
-}
-func (t *tb) Skip(args ...any) { t.Skipf("%s", fmt.Sprint(args...)) }
-func (t *tb) TempDir() string {
-	d, err := os.MkdirTemp("", "bench-")
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	return d
-}
-
-func (t *tb) Cleanup(f func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.cleanups = append(t.cleanups, f)
-}
-
-// cleanup runs the cleanups, newest first, once.
-func (t *tb) cleanup() {
-	t.mu.Lock()
-	fs := t.cleanups
-	t.cleanups = nil
-	t.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
 }
 
 func mustURL(s string) *url.URL {

@@ -9,10 +9,7 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
-	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,20 +83,20 @@ spec:
 // base volume, points the kvm backend's ClusterProviderConfig default at it
 // and adapts the kvm Composition to it.
 func (c *Cluster) setupKVM(ctx context.Context) (err error) {
-	t := &tb{logf: c.logf}
+	t := testenv.NewOutside("cluster", c.logf)
 	defer func() {
 		r := recover()
 		if r == nil {
-			c.cleanups = append(c.cleanups, t.cleanup)
+			c.cleanups = append(c.cleanups, t.RunCleanups)
 			return
 		}
-		t.cleanup()
-		f, ok := r.(tbFailure)
+		t.RunCleanups()
+		f, ok := r.(testenv.OutsideFailure)
 		if !ok {
 			panic(r)
 		}
-		err = errors.Errorf(errFmtKVM, f.msg)
-		if f.skip {
+		err = errors.Errorf(errFmtKVM, f.Msg)
+		if f.Skip {
 			err = errors.Wrap(ErrMissing, err.Error())
 		}
 	}()
@@ -131,64 +128,4 @@ func KVMProviderConfig(kind, namespace, name, uri string) *unstructured.Unstruct
 		u.SetNamespace(namespace)
 	}
 	return u
-}
-
-// tbFailure is what tb panics with when a helper fails or skips.
-type tbFailure struct {
-	msg  string
-	skip bool
-}
-
-// tb lets this package use the test helpers of internal/testenv/libvirtd
-// outside a test (make dev): failures and skips panic with a tbFailure,
-// which setupKVM recovers into an error, and cleanups run at Stop. The
-// embedded interface is nil: helpers call only the methods below.
-type tb struct {
-	testing.TB
-
-	logf     func(format string, args ...any)
-	mu       sync.Mutex
-	cleanups []func()
-	failed   bool
-}
-
-func (t *tb) Helper()                           {}
-func (t *tb) Name() string                      { return "cluster" }
-func (t *tb) Logf(format string, args ...any)   { t.logf("  "+format, args...) }
-func (t *tb) Log(args ...any)                   { t.logf("  %s", fmt.Sprint(args...)) }
-func (t *tb) Failed() bool                      { return t.failed }
-func (t *tb) Errorf(format string, args ...any) { t.failed = true; t.Logf(format, args...) }
-func (t *tb) Fatalf(format string, args ...any) {
-	t.failed = true
-	panic(tbFailure{msg: fmt.Sprintf(format, args...)})
-}
-func (t *tb) Fatal(args ...any) { t.Fatalf("%s", fmt.Sprint(args...)) }
-func (t *tb) Skipf(format string, args ...any) {
-	panic(tbFailure{msg: fmt.Sprintf(format, args...), skip: true})
-}
-func (t *tb) Skip(args ...any) { t.Skipf("%s", fmt.Sprint(args...)) }
-func (t *tb) TempDir() string {
-	d, err := os.MkdirTemp("", "cluster-")
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	return d
-}
-
-func (t *tb) Cleanup(f func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.cleanups = append(t.cleanups, f)
-}
-
-// cleanup runs the cleanups, newest first, once.
-func (t *tb) cleanup() {
-	t.mu.Lock()
-	fs := t.cleanups
-	t.cleanups = nil
-	t.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
 }
