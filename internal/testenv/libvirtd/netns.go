@@ -1,19 +1,18 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package libvirtd
 
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"golang.org/x/sys/unix"
-)
-
-const (
-	errOpenNetNS = "cannot open the network namespace"
-	errSetNetNS  = "cannot enter the network namespace"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
 // NetNS returns the path of the sandbox's network namespace, where its
@@ -29,33 +28,6 @@ func (d *Daemon) NetNS(t testing.TB) string {
 	return filepath.Join("/proc", f[0], "ns", "net")
 }
 
-// InNetNS runs fn on an OS thread that has entered the network namespace at
-// path. Sockets fn opens (listeners, connections) stay in that namespace
-// for their whole life, whichever goroutine uses them later; goroutines fn
-// starts run outside it.
-func InNetNS(path string, fn func() error) error {
-	target, err := os.Open(path) //nolint:gosec // A namespace the caller names.
-	if err != nil {
-		return errors.Wrap(err, errOpenNetNS)
-	}
-	defer target.Close() //nolint:errcheck // Read-only.
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return errors.Wrap(err, errOpenNetNS)
-	}
-	defer self.Close() //nolint:errcheck // Read-only.
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return errors.Wrap(err, errSetNetNS)
-	}
-	// A thread that cannot go back stays locked: Go then ends it with the
-	// goroutine instead of reusing it in the wrong namespace.
-	defer func() {
-		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return fn()
-}
+// InNetNS runs fn on an OS thread inside the network namespace at path
+// (testenv.InNetNS).
+func InNetNS(path string, fn func() error) error { return testenv.InNetNS(path, fn) }

@@ -10,44 +10,16 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
-	"runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"golang.org/x/sys/unix"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
 // InNetNS runs fn on an OS thread inside the node's network namespace.
 // Sockets fn opens stay in that namespace for their whole life, whichever
 // goroutine uses them later.
-func (n *Node) InNetNS(fn func() error) error {
-	target, err := os.Open(n.NetNS)
-	if err != nil {
-		return errors.Wrap(err, errOpenNetNS)
-	}
-	defer target.Close() //nolint:errcheck // Read-only.
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return errors.Wrap(err, errOpenNetNS)
-	}
-	defer self.Close() //nolint:errcheck // Read-only.
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return errors.Wrap(err, errSetNetNS)
-	}
-	// A thread that cannot go back stays locked: Go then ends it with the
-	// goroutine instead of reusing it in the wrong namespace. Going back
-	// matters: a child started with Pdeathsig dies with the thread that
-	// started it.
-	defer func() {
-		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return fn()
-}
+func (n *Node) InNetNS(fn func() error) error { return testenv.InNetNS(n.NetNS, fn) }
 
 // Listen opens a TCP listener inside the node's network namespace.
 func (n *Node) Listen(addr string) (net.Listener, error) {

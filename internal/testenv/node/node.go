@@ -44,8 +44,6 @@ const (
 	errFmtNoFile  = "%s did not appear; see %s"
 	errFmtStart   = "cannot start %s"
 	errFmtForward = "cannot forward %s into the node's network namespace"
-	errOpenNetNS  = "cannot open the node's network namespace"
-	errSetNetNS   = "cannot enter the node's network namespace"
 )
 
 // Network of the node's CNI bridge, inside the node's network namespace.
