@@ -8,15 +8,11 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
 // StartBare brings up only what makes Deployments become available: the
@@ -73,25 +69,7 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 // startBareControlPlane is startControlPlane without Crossplane's CRDs.
-func (c *Cluster) startBareControlPlane(context.Context) error {
-	if os.Getenv(envStartTimeout) == "" {
-		_ = os.Setenv(envStartTimeout, "90s")
-	}
-	env, err := kube.New()
-	if err != nil {
-		return errors.Wrap(err, errCPStart)
-	}
-	c.kube = env
-	for _, pid := range children("etcd", "kube-apiserver") {
-		c.sup.adopt(pid)
-		c.sup.removeOnAbort(cmdlineFlag(pid, "data-dir"))
-		c.sup.removeOnAbort(cmdlineFlag(pid, "cert-dir"))
-	}
-	c.sup.removeOnAbort(filepath.Dir(env.Kubeconfig))
-	c.Config, c.Client = env.Config, env.Client
-	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
-	return errors.Wrap(kube.WriteKubeconfig(env.Config, c.Kubeconfig), errCPStart)
-}
+func (c *Cluster) startBareControlPlane(context.Context) error { return c.startKube() }
 
 // StartProcess runs a program like the Cluster's own: its output goes to
 // LogDir/name.log, and it is stopped with the Cluster, or by the watchdog if

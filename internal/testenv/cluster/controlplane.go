@@ -35,12 +35,18 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	c.crossplaneCRDs = crds
+	return c.startKube(crds)
+}
+
+// startKube starts kube-apiserver and etcd with the provider's CRDs and
+// extraCRDs (a folder, or none), under the supervisor's watch.
+func (c *Cluster) startKube(extraCRDs ...string) error {
 	// envtest gives kube-apiserver 20 s to serve, then starts it again:
 	// too short on two busy cores, where each retry makes it worse.
 	if os.Getenv(envStartTimeout) == "" {
 		_ = os.Setenv(envStartTimeout, "90s")
 	}
-	env, err := kube.New(crds)
+	env, err := kube.New(extraCRDs...)
 	if err != nil {
 		return errors.Wrap(err, errCPStart)
 	}
