@@ -74,27 +74,7 @@ func CRDDirs() []string {
 }
 
 // New starts a control plane with the provider's CRDs and extra CRD folders.
-func New(extraCRDDirs ...string) (*Env, error) {
-	bin := BinDir()
-	if bin == "" {
-		return nil, errors.New(errNoBinaries)
-	}
-	e := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     append(CRDDirs(), extraCRDDirs...),
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := e.Start()
-	if err != nil {
-		return nil, errors.Wrap(err, errStart)
-	}
-	env := &Env{Config: cfg, env: e, BinDir: bin}
-	if err := env.init(); err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
-	return env, nil
-}
+func New(extraCRDDirs ...string) (*Env, error) { return NewWithFlags(nil, extraCRDDirs...) }
 
 func (e *Env) init() error {
 	e.Scheme = runtime.NewScheme()
@@ -130,15 +110,7 @@ func (e *Env) Stop() {
 // It skips (fails in CI) when the binaries are not built.
 func Start(t testing.TB, extraCRDDirs ...string) *Env {
 	t.Helper()
-	if BinDir() == "" {
-		testenv.Missing(t, errNoBinaries)
-	}
-	e, err := New(extraCRDDirs...)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(e.Stop)
-	return e
+	return StartWithFlags(t, nil, extraCRDDirs...)
 }
 
 var shared struct {
