@@ -16,10 +16,11 @@ set -euo pipefail
 
 # What the guest runs. squid is installed but disabled: the seed's runcmd
 # enables and starts it once cloud-init has written the rendered squid.conf,
-# so the VM never serves Debian's stock configuration.
+# so the VM never serves Debian's stock configuration. nftables loads the GCE
+# startup script's metadata guard (it would install it, without a mirror).
 PACKAGES=(
   linux-image-cloud-amd64 systemd-sysv udev dbus kmod iproute2 netbase
-  systemd-resolved cloud-init cloud-guest-utils squid qemu-guest-agent
+  systemd-resolved cloud-init cloud-guest-utils squid qemu-guest-agent nftables
 )
 SUITE=bookworm
 DISK_MIB=2048 # virtual size; cloud-init grows the root partition to the overlay's

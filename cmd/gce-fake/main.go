@@ -1,7 +1,9 @@
 // Command gce-fake serves the fake Compute Engine API of internal/gcefake
 // for a local dev environment or an end-to-end run. It prints the URL it
 // serves on, one line on stdout, and runs until SIGINT or SIGTERM. Faults
-// are injected over HTTP under /_fake/ (see internal/gcefake/admin.go).
+// are injected over HTTP under /_fake/ (see internal/gcefake/admin.go). The
+// fake runs no VM: with --simulate-guests (the default) it reports for every
+// proxy VM's guest that squid serves, which a GCPProxy's Ready waits for.
 //
 //	gce-fake --address 127.0.0.1:8089 --project my-project
 //	curl -X POST $URL/_fake/faults/storm -d '{"for":"30s"}'
@@ -20,7 +22,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 )
 
 const (
@@ -49,6 +53,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	staging := fs.Int("staging-polls", 1, "observations a new instance spends in STAGING")
 	requireAuth := fs.Bool("require-auth", false, "require a bearer token from POST /token (keys from POST /_fake/keys)")
 	strict := fs.Bool("strict-address-delete", false, "refuse to delete IN_USE addresses")
+	guests := fs.Bool("simulate-guests", true, "stand in for every proxy VM's guest: report (guest attribute "+gce.GuestAttributePath+") that squid serves the configuration in its metadata; off, tests report through /_fake/ or a real guest")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -74,6 +79,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := fmt.Fprintln(stdout, s.URL()); err != nil {
 		s.Close()
 		return errors.Wrap(err, errPrint)
+	}
+	if *guests {
+		go proxyguest.Run(ctx, s, proxyguest.DefaultEvery)
 	}
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

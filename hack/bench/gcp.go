@@ -25,6 +25,7 @@ import (
 
 	gcpv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
@@ -82,6 +83,8 @@ func (g *gcpBench) start(ctx context.Context, _ *runner) (*env, error) {
 	if err := g.fake.Start(); err != nil {
 		return nil, err
 	}
+	// No VM runs here: stand in for every guest's serving report.
+	go proxyguest.Run(ctx, g.fake, proxyguest.DefaultEvery)
 	key, err := g.fake.NewServiceAccountKey(gcpSA)
 	if err != nil {
 		return nil, err

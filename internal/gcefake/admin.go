@@ -2,6 +2,7 @@ package gcefake
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -26,6 +27,9 @@ import (
 //	PUT    /_fake/quotas/{project}       {"instances":2,"cpus":8}
 //	PUT    /_fake/operation-polls        {"polls":3}
 //	PUT    /_fake/instances/{project}/{zone}/{name}/status   {"status":"TERMINATED"}
+//	PUT    /_fake/instances/{project}/{zone}/{name}/guest-attributes/{ns}/{key}   body: the value, as the guest writes it
+//	DELETE /_fake/instances/{project}/{zone}/{name}/guest-attributes/{ns}/{key}
+//	ANY    /_fake/metadata/{project}/{zone}/{name}/computeMetadata/v1/...   the instance's metadata server (MetadataServer)
 //	POST   /_fake/keys?email=E           -> a service-account JSON key the token endpoint trusts
 //	POST   /_fake/tokens                 {"token":"T"}: accept T as a bearer token
 
@@ -74,6 +78,7 @@ func (s *Server) adminHandler() http.Handler {
 			return s.SetInstanceStatus(r.PathValue("project"), r.PathValue("zone"), r.PathValue("name"), st.Status)
 		})(w, r)
 	})
+	s.adminGuest(m)
 	m.HandleFunc("POST /_fake/keys", func(w http.ResponseWriter, r *http.Request) {
 		b, err := s.NewServiceAccountKey(r.URL.Query().Get("email"))
 		if err != nil {
@@ -90,6 +95,34 @@ func (s *Server) adminHandler() http.Handler {
 		return nil
 	}))
 	return m
+}
+
+// adminGuest serves the guest's side: its guest attributes, and its
+// metadata server for a guest outside the test process.
+func (s *Server) adminGuest(m *http.ServeMux) {
+	const inst = "/_fake/instances/{project}/{zone}/{name}/guest-attributes/{ns}/{key}"
+	m.HandleFunc("PUT "+inst, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxGuestValue))
+		if err == nil {
+			err = s.SetGuestAttribute(r.PathValue("project"), r.PathValue("zone"), r.PathValue("name"), r.PathValue("ns")+"/"+r.PathValue("key"), string(b))
+		}
+		adminResult(w, err)
+	})
+	m.HandleFunc("DELETE "+inst, func(w http.ResponseWriter, r *http.Request) {
+		adminResult(w, s.DeleteGuestAttribute(r.PathValue("project"), r.PathValue("zone"), r.PathValue("name"), r.PathValue("ns")+"/"+r.PathValue("key")))
+	})
+	m.HandleFunc("/_fake/metadata/{project}/{zone}/{name}/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path, r.URL.RawPath = "/"+r.PathValue("rest"), ""
+		s.MetadataServer(r.PathValue("project"), r.PathValue("zone"), r.PathValue("name")).ServeHTTP(w, r)
+	})
+}
+
+func adminResult(w http.ResponseWriter, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // adminFaults serves the fault and quota knobs. A body that does not parse

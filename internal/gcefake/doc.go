@@ -58,6 +58,14 @@
 //     juxtaposed are ANDed. aggregatedList keys items by zones/<z>, lists every
 //     known zone and puts warning NO_RESULTS_ON_PAGE on empty ones;
 //     maxResults (≤ 500) and pageToken page through results.
+//   - Guest attributes: instances.getGuestAttributes (variableKey → variableValue,
+//     queryPath → queryValue.items, 404 notFound when nothing matches), and
+//     MetadataServer, what a VM's guest sees at metadata.google.internal:
+//     instance/attributes/, instance/name|id|zone, project/project-id, and
+//     instance/guest-attributes/<ns>/<key> GET/PUT/DELETE, which needs
+//     enable-guest-attributes=TRUE (else 403). It requires
+//     "Metadata-Flavor: Google" and refuses requests with X-Forwarded-For,
+//     both 403. SetGuestAttribute and /_fake/ write as the guest would.
 //   - OAuth: POST /token implements the jwt-bearer grant; keys made by
 //     NewServiceAccountKey verify, others get invalid_grant.
 //
@@ -96,4 +104,8 @@
 //   - Auth is all-or-nothing: no IAM, no scopes, no per-project permissions.
 //     Self-signed JWTs used directly as bearer tokens are not accepted.
 //   - TLS, gRPC, and the real wait's 2-minute long poll.
+//   - Guest attributes: no selfLink in the response, no size limits, and
+//     they survive a stop (whether GCE keeps them is unverified); the
+//     metadata server's other paths (tokens, network-interfaces, …) and
+//     its wait-for-change are not served.
 package gcefake

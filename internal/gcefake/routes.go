@@ -19,6 +19,7 @@ const (
 	CallInstancesAggregatedList = "compute.instances.aggregatedList"
 	CallInstancesStart          = "compute.instances.start"
 	CallInstancesStop           = "compute.instances.stop"
+	CallInstancesGuestAttrs     = "compute.instances.getGuestAttributes"
 	CallAddressesInsert         = "compute.addresses.insert"
 	CallAddressesGet            = "compute.addresses.get"
 	CallAddressesDelete         = "compute.addresses.delete"
@@ -56,6 +57,7 @@ func (s *Server) routeTable() []route {
 		{"DELETE " + prefix + "/zones/{zone}/instances/{name}", CallInstancesDelete, s.deleteInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/start", CallInstancesStart, s.startInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/stop", CallInstancesStop, s.stopInstance},
+		{"GET " + prefix + "/zones/{zone}/instances/{name}/getGuestAttributes", CallInstancesGuestAttrs, s.getGuestAttributes},
 		{"GET " + prefix + "/aggregated/instances", CallInstancesAggregatedList, s.aggregatedInstances},
 		{"POST " + prefix + "/regions/{region}/addresses", CallAddressesInsert, s.insertAddress},
 		{"GET " + prefix + "/regions/{region}/addresses", CallAddressesList, s.listAddresses},

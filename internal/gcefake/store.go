@@ -53,6 +53,8 @@ type instanceRec struct {
 	obs     int    // observations since the boot sequence began
 	booting bool   // whether observations still move the status on
 	busy    string // name of a pending stop/delete operation
+	// guest holds the guest attributes the VM wrote, by "namespace/key".
+	guest map[string]string
 }
 
 type opRec struct {

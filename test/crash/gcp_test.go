@@ -20,6 +20,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
@@ -35,6 +36,8 @@ func gcpTarget(t *testing.T, e *env) *target {
 	t.Helper()
 	ctx := t.Context()
 	fake := gcefake.NewTestServer(t, gcefake.WithProjects(gcpProject), gcefake.WithRequireAuth())
+	// No VM runs here: stand in for every guest's serving report.
+	go proxyguest.Run(ctx, fake, proxyguest.DefaultEvery)
 	insert := func(r *http.Request) bool {
 		ok, _ := path.Match("/compute/v1/projects/*/zones/*/instances", r.URL.Path)
 		return ok && r.Method == http.MethodPost

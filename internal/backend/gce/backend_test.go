@@ -72,7 +72,7 @@ func testLifecycle(t *testing.T, polls int) {
 		ID:             "gce://test-project/us-central1-a/" + testName,
 		State:          commonv1alpha1.StateRunning,
 		Ready:          true,
-		Message:        msgRunning,
+		Message:        msgServing,
 		Endpoint:       ip + ":3128",
 		EgressIPs:      []string{ip},
 		CreatedAt:      o.CreatedAt,

@@ -40,11 +40,12 @@ const (
 )
 
 // guestVersion changes whenever the guest set-up changes in a way that
-// running VMs must get (version 2: the metadata guard), so Observe reports
+// running VMs must get (version 2: the metadata guard; 3: the guest reports
+// whether squid serves, which Ready waits for), so Observe reports
 // older VMs as drift and they are replaced. A VM reads its startup-script at
 // every boot, but cloud-init's user-data only once, and Compute Engine
 // cannot change metadata of a running VM in place.
-const guestVersion = "2"
+const guestVersion = "3"
 
 const (
 	natName    = "External NAT"
@@ -75,6 +76,7 @@ type proxyConfig struct {
 	conf     []byte
 	checksum string
 	htpasswd []byte
+	port     int32
 }
 
 // renderConfig renders d's squid configuration and htpasswd file. It keeps
@@ -85,7 +87,10 @@ func renderConfig(d Desired, existing []byte) (proxyConfig, error) {
 	if err != nil {
 		return proxyConfig{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
-	pc := proxyConfig{conf: conf, checksum: squid.Checksum(conf), htpasswd: existing}
+	pc := proxyConfig{conf: conf, checksum: squid.Checksum(conf), htpasswd: existing, port: d.Proxy.Port}
+	if pc.port == 0 {
+		pc.port = backend.DefaultPort
+	}
 	if !squid.HtpasswdMatches(existing, d.Credentials.Username, d.Credentials.Password) {
 		if pc.htpasswd, err = squid.Htpasswd(d.Credentials.Username, d.Credentials.Password); err != nil {
 			return proxyConfig{}, backend.Permanent(errors.Wrap(err, errHtpasswd))
@@ -95,14 +100,15 @@ func renderConfig(d Desired, existing []byte) (proxyConfig, error) {
 }
 
 // buildMetadata returns the instance metadata: cloud-init user-data, the
-// startup-script fallback that writes the same files, and the checksum and
-// htpasswd Observe reads back.
+// startup-script fallback that writes the same files and reports whether
+// squid serves, the checksum and htpasswd Observe reads back, and the flag
+// that lets the guest write its report.
 func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 	ud, err := cloudinit.UserData(cloudinit.Input{SquidConf: pc.conf, Htpasswd: pc.htpasswd})
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errUserData))
 	}
-	script := startupScript(append([]vmFile{
+	script := startupScript(reporterPath, reporterFiles(pc.checksum, pc.port), append([]vmFile{
 		{Path: cloudinit.DefaultSquidConfPath, Owner: "root:root", Mode: "0644", Content: pc.conf},
 		{Path: cloudinit.DefaultHtpasswdPath, Owner: "root:proxy", Mode: "0640", Content: pc.htpasswd},
 	}, metadataGuardFiles()...))
@@ -115,6 +121,7 @@ func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 		item(MetadataConfigChecksum, pc.checksum),
 		item(MetadataHtpasswd, string(pc.htpasswd)),
 		item(MetadataGuestVersion, guestVersion),
+		item(MetadataEnableGuestAttributes, "TRUE"),
 	}}, nil
 }
 

@@ -113,12 +113,29 @@ func (e *env) untilReady(t *testing.T, d Desired, n int) Observation {
 	var o Observation
 	var err error
 	for range n {
+		e.guestReports(t, GuestServing, "")
 		if o, err = e.b.Observe(ctx(t), d); err == nil && o.Ready {
 			return o
 		}
 	}
 	t.Fatalf("not ready after %d observations: %+v, %v", n, o, err)
 	return o
+}
+
+// guestReports stands in for the guest of every running instance that lets
+// its guest write guest attributes: it reports state for the configuration
+// in the instance's metadata, at the test clock's now.
+func (e *env) guestReports(t *testing.T, state, reason string) {
+	t.Helper()
+	for _, inst := range e.fake.Instances() {
+		if inst.GetStatus() != "RUNNING" || metadataValue(inst, MetadataEnableGuestAttributes) != "TRUE" {
+			continue
+		}
+		v := GuestReport(state, metadataValue(inst, MetadataConfigChecksum), e.clock.now(), reason)
+		if err := e.fake.SetGuestAttribute(testProject, lastSegment(inst.GetZone()), inst.GetName(), GuestAttributePath, v); err != nil {
+			t.Fatalf("the guest cannot report: %v", err)
+		}
+	}
 }
 
 // deleteAll runs Delete and Observe like the reconciler does while deleting,

@@ -27,7 +27,6 @@ const (
 
 	msgFmtStatus   = "the VM is %s"
 	msgWaitNatIP   = "the VM is running; waiting for its external IP"
-	msgRunning     = "the VM is running; squid serves once its first boot installed it"
 	msgFmtHalfMade = "the instance is missing; %s %s"
 )
 
@@ -56,6 +55,19 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	o, err := observe(b.project, s, d, p)
 	if err != nil {
 		return Observation{}, err
+	}
+	if o.State == commonv1alpha1.StateRunning && o.Endpoint != "" {
+		// Only a running VM with an address can serve: a stopped one is
+		// replaced whatever its guest last said.
+		v, err := b.guestState(ctx, s)
+		if err != nil {
+			return Observation{}, err
+		}
+		sum, err := desiredChecksum(d)
+		if err != nil {
+			return Observation{}, err
+		}
+		o.Ready, o.Message = guestReady(v, sum, natIP(p.instance), b.now())
 	}
 	if err := b.checkServiceAccount(s); err != nil {
 		// An instance made before its config stopped allowing the account:
@@ -130,11 +142,8 @@ func observe(project string, s spec, d Desired, p parts) (Observation, error) {
 		o.EgressIPs = []string{ip}
 		o.Endpoint = net.JoinHostPort(ip, strconv.Itoa(int(s.port)))
 	}
-	if o.State == commonv1alpha1.StateRunning {
-		o.Ready, o.Message = o.Endpoint != "", msgRunning
-		if !o.Ready {
-			o.Message = msgWaitNatIP
-		}
+	if o.State == commonv1alpha1.StateRunning && o.Endpoint == "" {
+		o.Message = msgWaitNatIP
 	}
 	if p.address != nil {
 		o.Extra.AddressName = s.addressName
@@ -150,11 +159,20 @@ func observe(project string, s spec, d Desired, p parts) (Observation, error) {
 	return o, nil
 }
 
-// proxyDiff lists every way the parts differ from d.
-func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
+// desiredChecksum is the checksum of the squid configuration d asks for.
+func desiredChecksum(d Desired) (string, error) {
 	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
 	if err != nil {
-		return nil, backend.Permanent(errors.Wrap(err, errRender))
+		return "", backend.Permanent(errors.Wrap(err, errRender))
+	}
+	return squid.Checksum(conf), nil
+}
+
+// proxyDiff lists every way the parts differ from d.
+func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
+	sum, err := desiredChecksum(d)
+	if err != nil {
+		return nil, err
 	}
 	wantFW, err := buildFirewall(project, s, d.Proxy.AllowedClientCIDRs, d.Ownership)
 	if err != nil {
@@ -178,7 +196,7 @@ func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
 	default:
 		diffs = append(diffs, firewallDiff(wantFW, p.firewall)...)
 	}
-	return append(diffs, instanceDiff(wanted(s, d, squid.Checksum(conf), ip), p.instance)...), nil
+	return append(diffs, instanceDiff(wanted(s, d, sum, ip), p.instance)...), nil
 }
 
 // instanceState maps an instance status to a state and a message.

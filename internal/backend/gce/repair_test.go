@@ -28,6 +28,7 @@ func (e *env) converge(t *testing.T, d Desired, rounds int) Observation {
 		if err := reconcileRound(e, t, d); err != nil {
 			t.Fatalf("reconcile round: %v", err)
 		}
+		e.guestReports(t, GuestServing, "")
 		if o, err := e.b.Observe(ctx(t), d); err == nil && o.Ready && o.UpToDate {
 			return o
 		}

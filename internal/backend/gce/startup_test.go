@@ -8,10 +8,12 @@ package gce
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,9 +82,9 @@ func (s *sandbox) addStub(t *testing.T, name string) {
 	}
 }
 
-// run runs the script with only the stubs and the basic tools on PATH, and
-// returns what the stubs were asked.
-func (s *sandbox) run(t *testing.T, script string) []string {
+// runErr runs the script with only the stubs and the basic tools on PATH,
+// and returns what the stubs were asked.
+func (s *sandbox) runErr(t *testing.T, script string) ([]string, error) {
 	t.Helper()
 	_ = os.Remove(s.log)
 	f := filepath.Join(s.dir, "startup-script")
@@ -93,33 +95,104 @@ func (s *sandbox) run(t *testing.T, script string) []string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", f) //nolint:gosec // The test's own script.
 	cmd.Env = []string{"PATH=" + s.stubs + ":" + s.tools, "STUB_LOG=" + s.log, "TMPDIR=" + s.dir}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("startup-script: %v\n%s", err, out)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("startup-script: %w\n%s", err, out)
 	}
 	b, _ := os.ReadFile(s.log)
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Split(strings.TrimSpace(string(b)), "\n"), err
 }
 
+// reportStub stands in for the reporter: it logs its arguments and exits
+// with the code in dir/serving (0, serving, when missing).
+const reportStub = `#!/bin/sh
+echo "report $*" >>"$STUB_LOG"
+exit "$(cat "$(dirname "$0")/serving" 2>/dev/null || echo 0)"
+`
+
 func TestStartupScript(t *testing.T) {
+	type boot struct {
+		reason  string
+		setup   func(*testing.T, *sandbox)
+		conf    string
+		want    []string
+		wantErr bool
+	}
+	timer := "systemctl enable --now egressproxy-report.timer"
+	// Boots of one VM, in order: each sees what the ones before left.
+	boots := []boot{
+		{
+			reason: "The first boot without squid installs it, writes the files, starts squid and reports.",
+			conf:   "http_port 3128\n",
+			want: []string{
+				"report starting",
+				"apt-get update -q",
+				"apt-get install -y -q --no-install-recommends squid nftables",
+				"systemctl daemon-reload",
+				"systemctl enable squid",
+				"systemctl restart squid",
+				"report ",
+				timer,
+			},
+		},
+		{
+			reason: "A reboot with everything in place changes nothing, and reports.",
+			setup: func(t *testing.T, s *sandbox) {
+				s.addStub(t, "squid")
+				s.addStub(t, "nft")
+				s.write(t, "bin/active", "0")
+			},
+			conf: "http_port 3128\n",
+			want: []string{"report starting", "systemctl enable squid", "systemctl is-active --quiet squid", "report ", timer},
+		},
+		{
+			reason: "With cloud-init it waits for it; a changed configuration restarts squid.",
+			setup:  func(t *testing.T, s *sandbox) { s.addStub(t, "cloud-init") },
+			conf:   "http_port 3129\n",
+			want:   []string{"report starting", "cloud-init status --wait", "systemctl daemon-reload", "systemctl enable squid", "systemctl restart squid", "report ", timer},
+		},
+		{
+			reason: "While squid does not serve, the reporter is asked again (two minutes at most), then the timer keeps reporting.",
+			setup:  func(t *testing.T, s *sandbox) { s.write(t, "serving", "1") },
+			conf:   "http_port 3129\n",
+			want: append(append([]string{"report starting", "cloud-init status --wait", "systemctl enable squid", "systemctl is-active --quiet squid"},
+				slices.Repeat([]string{"report ", "sleep 5"}, 24)...), timer),
+		},
+		{
+			reason: "When squid cannot be installed, the guest reports why.",
+			setup: func(t *testing.T, s *sandbox) {
+				_ = os.Remove(filepath.Join(s.stubs, "squid"))
+				s.write(t, "bin/apt-get", "#!/bin/sh\necho \"apt-get $*\" >>\"$STUB_LOG\"\nexit 100\n")
+			},
+			conf: "http_port 3129\n",
+			want: append(append([]string{"report starting", "cloud-init status --wait"},
+				slices.Repeat([]string{"apt-get update -q", "sleep 10"}, 4)...),
+				"apt-get update -q", "report failed cannot install squid and nftables with apt-get"),
+			wantErr: true,
+		},
+	}
 	s := newSandbox(t)
+	s.addStub(t, "sleep")
 	conf, htpasswd := filepath.Join(s.dir, "etc", "squid", "squid.conf"), filepath.Join(s.dir, "etc", "squid", "egressproxy", "htpasswd")
-	script := func(c string) string {
-		return startupScript([]vmFile{
-			{Path: conf, Owner: s.owner, Mode: "0644", Content: []byte(c)},
+	report := filepath.Join(s.dir, "report")
+	for i, b := range boots {
+		if b.setup != nil {
+			b.setup(t, s)
+		}
+		script := startupScript(report, []vmFile{{Path: report, Owner: s.owner, Mode: "0755", Content: []byte(reportStub)}}, []vmFile{
+			{Path: conf, Owner: s.owner, Mode: "0644", Content: []byte(b.conf)},
 			{Path: htpasswd, Owner: s.owner, Mode: "0640", Content: []byte("team-a:$2y$10$x'\"$(reboot)\n")},
 		})
-	}
-
-	got := s.run(t, script("http_port 3128\n"))
-	want := []string{
-		"apt-get update -q",
-		"apt-get install -y -q --no-install-recommends squid nftables",
-		"systemctl daemon-reload",
-		"systemctl enable squid",
-		"systemctl restart squid",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("first boot without squid: -want +got:\n%s", diff)
+		got, err := s.runErr(t, script)
+		if (err != nil) != b.wantErr {
+			t.Errorf("boot %d: %s\nwant error %t, got %v", i, b.reason, b.wantErr, err)
+		}
+		if diff := cmp.Diff(b.want, got); diff != "" {
+			t.Errorf("boot %d: %s\n-want +got:\n%s", i, b.reason, diff)
+		}
+		if c, _ := os.ReadFile(conf); !b.wantErr && string(c) != b.conf {
+			t.Errorf("boot %d: squid.conf = %q, want %q", i, c, b.conf)
+		}
 	}
 	if b, _ := os.ReadFile(htpasswd); string(b) != "team-a:$2y$10$x'\"$(reboot)\n" {
 		t.Errorf("htpasswd = %q: content must be written verbatim, never interpreted", b)
@@ -127,24 +200,12 @@ func TestStartupScript(t *testing.T) {
 	if fi, err := os.Stat(htpasswd); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Errorf("htpasswd mode = %v, %v; want 0640", fi.Mode().Perm(), err)
 	}
+}
 
-	s.addStub(t, "squid")
-	s.addStub(t, "nft")
-	if err := os.WriteFile(filepath.Join(s.stubs, "active"), []byte("0"), 0o600); err != nil {
+func (s *sandbox) write(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(content), 0o755); err != nil { //nolint:gosec // Stubs are executables.
 		t.Fatal(err)
-	}
-	got = s.run(t, script("http_port 3128\n"))
-	if diff := cmp.Diff([]string{"systemctl enable squid", "systemctl is-active --quiet squid"}, got); diff != "" {
-		t.Errorf("a reboot with everything in place must change nothing: -want +got:\n%s", diff)
-	}
-
-	s.addStub(t, "cloud-init")
-	got = s.run(t, script("http_port 3129\n"))
-	if diff := cmp.Diff([]string{"cloud-init status --wait", "systemctl daemon-reload", "systemctl enable squid", "systemctl restart squid"}, got); diff != "" {
-		t.Errorf("with cloud-init, and a changed configuration: -want +got:\n%s", diff)
-	}
-	if b, _ := os.ReadFile(conf); string(b) != "http_port 3129\n" {
-		t.Errorf("squid.conf = %q, want the new configuration", b)
 	}
 }
 
