@@ -4,25 +4,32 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package apis contains the Kubernetes API of the egress proxy provider.
+// Package apis contains the Kubernetes API of the egress proxy provider, and
+// the list of its backends.
 package apis
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
-	gcpv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
-	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
-	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
+
+// Backends are the backends of the provider, one line each. The provider,
+// the composition function, the test harness and make dev iterate this list;
+// cmd/provider/backends.go lists the controller side of each.
+var Backends = registry.List{
+	kubernetes.Backend,
+	gcp.Backend,
+	kvm.Backend,
+}
 
 // AddToScheme adds every API group of the provider to a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	for _, add := range []func(*runtime.Scheme) error{
-		kubernetesv1alpha1.SchemeBuilder.AddToScheme,
-		gcpv1alpha1.SchemeBuilder.AddToScheme,
-		kvmv1alpha1.SchemeBuilder.AddToScheme,
-	} {
-		if err := add(s); err != nil {
+	for _, b := range Backends {
+		if err := b.AddToScheme(s); err != nil {
 			return err
 		}
 	}

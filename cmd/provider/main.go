@@ -11,7 +11,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -19,12 +18,17 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"go.opentelemetry.io/otel"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -39,7 +43,7 @@ import (
 
 func main() {
 	var (
-		app              = kingpin.New(filepath.Base(os.Args[0]), "Egress proxies on Kubernetes, Compute Engine and libvirt, for Crossplane.").DefaultEnvars()
+		app              = kingpin.New(filepath.Base(os.Args[0]), "Egress proxies as Crossplane managed resources, one kind per backend.").DefaultEnvars()
 		debug            = app.Flag("debug", "Run with debug logging.").Short('d').Bool()
 		leaderElection   = app.Flag("leader-election", "Use leader election for the controller manager.").Short('l').Default("false").Envar("LEADER_ELECTION").Bool()
 		syncInterval     = app.Flag("sync", "How often all resources are checked for drift from the desired state.").Short('s').Default("1h").Duration()
@@ -51,12 +55,13 @@ func main() {
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
-		kvmServeProbe    = app.Flag("kvm-serve-probe", "Report a KVM proxy Ready only when squid in the guest serves the rendered configuration, probed through the QEMU guest agent (the base image needs qemu-guest-agent, as hack/guest-image.sh builds it). Off: Ready means running with a DHCP lease.").Default("true").Bool()
-		kvmBootDevices   = app.Flag("kvm-boot-devices", "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
 		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<UID of namespace kube-system>. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
+		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
+	// Each backend declares its own flags.
+	wire := controllers.Wire(app, backends)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 	// Before anything else: a bad value must fail without an API server.
 	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
@@ -81,9 +86,23 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot determine the provider instance")
 	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
 
+	// The scheme is complete before the manager is made: its cache options
+	// name the CRD type, which the manager resolves at construction.
+	scheme := runtime.NewScheme()
+	kingpin.FatalIfError(clientgoscheme.AddToScheme(scheme), "Cannot add the core APIs to scheme")
+	kingpin.FatalIfError(apis.AddToScheme(scheme), "Cannot add the provider's APIs to scheme")
+	kingpin.FatalIfError(apiextensionsv1.AddToScheme(scheme), "Cannot add CustomResourceDefinitions to scheme")
+
 	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
-		Cache:                      cache.Options{SyncPeriod: syncInterval},
+		Scheme: scheme,
+		Cache: cache.Options{
+			SyncPeriod: syncInterval,
+			// The CRD gate reads only names and conditions of CRDs.
+			ByObject: map[client.Object]cache.ByObject{
+				&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+			},
+		},
 		LeaderElection:             *leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-egressproxy",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
@@ -91,9 +110,9 @@ func main() {
 		RenewDeadline:              &renewDeadline,
 		Metrics:                    metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:     *healthAddr,
+		PprofBindAddress:           *pprofAddr,
 	})
 	kingpin.FatalIfError(err, "Cannot create controller manager")
-	kingpin.FatalIfError(apis.AddToScheme(mgr.GetScheme()), "Cannot add the provider's APIs to scheme")
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")
 	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add the ready check")
 
@@ -105,12 +124,19 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
 	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetClient(), log, stateMetrics, lists, *pollStateMetric), "Cannot add the state metrics recorders")
 
+	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	safeStart, err := crdGate(gctx, cfg, log)
+	cancel()
+	kingpin.FatalIfError(err, "Cannot set up safe-start")
 	o := controller.Options{
 		Logger:                  log,
 		MaxConcurrentReconciles: *maxReconcileRate,
 		PollInterval:            *pollInterval,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
 		Features:                &feature.Flags{},
+		// safe-start: a platform team may activate only the backends it
+		// uses.
+		Gate: safeStart,
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: *pollStateMetric,
 			MRMetrics:               mrMetrics,
@@ -128,10 +154,11 @@ func main() {
 		GCInterval:       *gcInterval,
 		GCMinAge:         *gcMinAge,
 		HealthInterval:   *healthInterval,
+		// Not in controller.Options: crossplane-runtime has no such fields.
 		// The tracer is the global one: a no-op unless setupTracing
 		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
-	}, backends(cfg, *timeout/2, splitList(*kvmBootDevices), *kvmServeProbe)), "Cannot set up the provider's controllers")
+	}, wire(proxy.Env{Self: cfg, CallTimeout: *timeout / 2})), "Cannot set up the provider's controllers")
 	err = mgr.Start(ctrl.SetupSignalHandler())
 	// Send the spans still buffered before exiting.
 	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -140,15 +167,4 @@ func main() {
 	}
 	cancel()
 	kingpin.FatalIfError(err, "Cannot start controller manager")
-}
-
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -8,8 +8,8 @@ SPDX-License-Identifier: Apache-2.0
 // control plane (internal/testenv/cluster) with the provider, the function,
 // the XRD and Compositions, then the example claims of every backend that
 // can run here, in namespace team-a. It waits until they are Ready, prints
-// crossplane beta trace of each and the keys of its connection Secret, and
-// runs until Ctrl-C.
+// crossplane beta trace of each and the keys of its connection Secret,
+// and runs until Ctrl-C.
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,8 +33,7 @@ import (
 )
 
 const (
-	errFmtBackend = "unknown backend %q: it must be kubernetes, gcp or kvm"
-	errWired      = "cannot tell which backends the provider builds in"
+	errFmtBackend = "unknown backend %q: it must be one of %v"
 )
 
 // options are the command line flags.
@@ -52,7 +52,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", filepath.Join(testenv.RepoRoot(), "_output", "dev"), "Folder for state and logs.")
 	flag.StringVar(&o.backends, "backends", "auto", "Comma-separated backends to run claims on; auto means every backend the provider builds in that can run here.")
 	flag.StringVar(&o.namespace, "namespace", "team-a", "Namespace of the example claims.")
-	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "How long the claims may take to become Ready.")
+	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "How long the claims may take to become Ready (a proxy VM booting under emulation takes minutes).")
 	flag.BoolVar(&o.debug, "debug", false, "Run Crossplane, the function and the provider with debug logs.")
 	flag.StringVar(&o.provider, "provider", "", "A provider binary to run instead of building cmd/provider.")
 	flag.BoolVar(&o.once, "once", false, "Stop once the claims are Ready, instead of running until Ctrl-C (for CI).")
@@ -126,8 +126,6 @@ func runnable(c *cluster.Cluster, p *printer, backends []cluster.Backend) []clus
 		switch why, unavailable := c.Unavailable[b]; {
 		case unavailable:
 			p.logf("backend %-10s skipped: %s", b, why)
-		case b == cluster.BackendKVM && !c.KVMNetworkBoot:
-			p.logf("backend %-10s skipped: the provider has no --kvm-boot-devices flag, and a VM on the sandbox's blank image gets an address only by booting from the network", b)
 		default:
 			out = append(out, b)
 		}
@@ -149,35 +147,29 @@ func envtestLog(path string) error {
 	return nil
 }
 
-// chooseBackends returns the backends to run claims on besides kubernetes,
-// which is always set up (the control plane is its target cluster).
+// chooseBackends returns the backends to run claims on: those the flag
+// names, or with auto every backend of the provider whose test double can
+// run here.
 func chooseBackends(flagValue string, p *printer) ([]cluster.Backend, error) {
+	all := cluster.Backends()
 	if flagValue != "auto" {
 		var out []cluster.Backend
 		for _, b := range strings.Split(flagValue, ",") {
-			switch cb := cluster.Backend(strings.TrimSpace(b)); cb {
-			case cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM:
-				out = append(out, cb)
-			default:
-				return nil, errors.Errorf(errFmtBackend, b)
+			cb := cluster.Backend(strings.TrimSpace(b))
+			if !slices.Contains(all, cb) {
+				return nil, errors.Errorf(errFmtBackend, b, all)
 			}
+			out = append(out, cb)
 		}
 		return out, nil
 	}
-	wired, err := cluster.WiredBackends()
-	if err != nil {
-		return nil, errors.Wrap(err, errWired)
-	}
 	var out []cluster.Backend
-	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
-		switch {
-		case !wired[b]:
-			p.logf("backend %-10s skipped: not wired in cmd/provider/backends.go", b)
-		case b == cluster.BackendKVM && os.Geteuid() != 0:
-			p.logf("backend %-10s skipped: a private libvirtd needs root", b)
-		default:
-			out = append(out, b)
+	for _, b := range all {
+		if why := cluster.CannotRun(b); why != "" {
+			p.logf("backend %-10s skipped: %s", b, why)
+			continue
 		}
+		out = append(out, b)
 	}
 	return out, nil
 }

@@ -15,15 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Name limits of the backends. Each is the strictest limit the name meets on
-// that backend: a GCE resource name, a Kubernetes DNS-1035 label (Service), a
-// libvirt domain and volume name.
-const (
-	MaxNameGCE        = 63
-	MaxNameKubernetes = 63
-	MaxNameLibvirt    = 63
-)
-
 const namePrefix = "egp"
 
 // Owner identifies the managed resource an instance belongs to.

@@ -8,34 +8,88 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/gcpproxy"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/kvmproxy"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
-// Backends are the backend factories built into the provider. A nil factory
-// still registers its controller, whose resources then say the backend is
-// missing.
-type Backends struct {
-	Kubernetes kubernetesproxy.BackendFactory
-	GCP        gcpproxy.BackendFactory
-	KVM        kvmproxy.BackendFactory
+const (
+	errGate     = "cannot set up the CRD gate"
+	errFmtSetup = "cannot set up the controllers of the %s backend"
+)
+
+// A Backend is one backend's controllers, ready to be added.
+type Backend struct {
+	// Description is the backend's entry in apis.Backends.
+	Description registry.Backend
+	// Setup adds the backend's proxy controllers to mgr.
+	Setup func(mgr ctrl.Manager, o proxy.Options) error
 }
 
-// Setup adds every controller to mgr.
-func Setup(mgr ctrl.Manager, o proxy.Options, b Backends) error {
-	if err := config.Setup(mgr, o.Options); err != nil {
+// Wire declares the flags of each registered backend on app, and returns
+// what makes their Backends once app has parsed them. cmd/provider calls it
+// with its list of registrations; so does the test of a test-only backend.
+func Wire(app *kingpin.Application, regs []proxy.Registration) func(env proxy.Env) []Backend {
+	setups := make([]func(ctrl.Manager, proxy.Options, proxy.Env) error, len(regs))
+	for i, r := range regs {
+		setups[i] = r.Flags(app)
+	}
+	return func(env proxy.Env) []Backend {
+		out := make([]Backend, len(regs))
+		for i, r := range regs {
+			setup := setups[i]
+			out[i] = Backend{Description: r.Description(), Setup: func(mgr ctrl.Manager, o proxy.Options) error { return setup(mgr, o, env) }}
+		}
+		return out
+	}
+}
+
+// Setup adds the config controllers and the controllers of each backend to
+// mgr. With o.Gate set (safe-start), a backend's controllers are added only
+// once the CRDs of its managed resource and config kinds are established:
+// a platform team that activates only some backends' managed resource
+// definitions runs only those backends' controllers.
+func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
+	configs, err := config.NewConfigs(mgr, o.Options)
+	if err != nil {
 		return err
 	}
-	if err := kubernetesproxy.Setup(mgr, o, b.Kubernetes); err != nil {
-		return err
+	if o.Gate != nil {
+		if err := customresourcesgate.Setup(mgr, o.Options); err != nil {
+			return errors.Wrap(err, errGate)
+		}
 	}
-	if err := gcpproxy.Setup(mgr, o, b.GCP); err != nil {
-		return err
+	for _, b := range backends {
+		start := func() error {
+			if err := configs.Add(b.Description); err != nil {
+				return errors.Wrapf(err, errFmtSetup, b.Description.Name)
+			}
+			return errors.Wrapf(b.Setup(mgr, o), errFmtSetup, b.Description.Name)
+		}
+		if o.Gate == nil {
+			if err := start(); err != nil {
+				return err
+			}
+			continue
+		}
+		o.Gate.Register(func() {
+			if err := start(); err != nil {
+				// Nothing returns from a gate's callback: as in
+				// provider-kubernetes, the failure is logged.
+				mgr.GetLogger().Error(err, "Cannot start the controllers of a backend", "backend", b.Description.Name)
+			}
+		}, gvks(b.Description)...)
 	}
-	return kvmproxy.Setup(mgr, o, b.KVM)
+	return nil
+}
+
+// gvks are the kinds whose CRDs a backend's controllers need.
+func gvks(b registry.Backend) []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{b.Managed, b.ProviderConfig(), b.ClusterProviderConfig(), b.ProviderConfigUsage()}
 }

@@ -127,7 +127,7 @@ func TestRunFunction(t *testing.T) {
 				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "podman"}`),
 				Observed: &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be kubernetes, gcp or kvm`))},
+			want: want{rsp: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be one of kubernetes, gcp, kvm`))},
 		},
 		"NoClaimRef": {
 			reason: "An XR not created for a claim has no namespace to compose the proxy in: a fatal result.",
@@ -146,7 +146,7 @@ func TestRunFunction(t *testing.T) {
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp", "gcp": {"zone": ""}}`),
 				Observed:          &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: claimFatal(errNoGCPZone)},
+			want: want{rsp: claimFatal("the function input has no gcp.zone: a Composition for the gcp backend must choose the zone of the proxy VMs")},
 		},
 		"KVMNoBaseImage": {
 			reason: "A kvm Composition without a base image cannot compose a VM: a fatal result.",
@@ -156,7 +156,7 @@ func TestRunFunction(t *testing.T) {
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm"}`),
 				Observed:          &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: claimFatal(errNoKVMBaseImage)},
+			want: want{rsp: claimFatal("the function input has no kvm.baseImageVolume: a Composition for the kvm backend must choose the image the proxy VMs boot")},
 		},
 		"KubernetesFirstReconcile": {
 			reason: "Before anything is observed the function composes a KubernetesProxy in the claim's namespace, not ready, and sets only the backend on the XR.",
@@ -243,7 +243,7 @@ func TestRunFunction(t *testing.T) {
 					"kvm": {"baseImageVolume": "debian-12.qcow2", "network": {"name": "default", "bridge": "br0"}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: claimFatal(errKVMNetwork)},
+			want: want{rsp: claimFatal("the function input's kvm.network must set exactly one of name and bridge")},
 		},
 	}
 

@@ -12,6 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
 
@@ -60,9 +63,9 @@ func TestSizes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := want{}
 			got.size, got.warnings = sizeOf(tc.size)
-			got.replicas = replicasFor(got.size, in.Kubernetes.Replicas)
-			got.machineType = machineTypeFor(got.size, in.GCP.MachineTypes)
-			got.kvm = kvmSizeFor(got.size, in.KVM.Sizes)
+			got.replicas = kubernetes.ReplicasFor(got.size, in.Kubernetes.Replicas)
+			got.machineType = gcp.MachineTypeFor(got.size, in.GCP.MachineTypes)
+			got.kvm = kvm.SizeFor(got.size, in.KVM.Sizes)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nsizes of %q: -want, +got:\n%s", tc.reason, tc.size, diff)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer"
 )
 
@@ -130,7 +131,7 @@ func checkDesired(d Desired) error {
 	if err := checkName(d.Name); err != nil {
 		return err
 	}
-	if want := backend.Name(d.Ownership.Owner, backend.MaxNameLibvirt); d.Name != want {
+	if want := backend.Name(d.Ownership.Owner, desc.Backend.MaxNameLength); d.Name != want {
 		return backend.Permanent(errors.Errorf(errFmtExternalName, d.Name, want))
 	}
 	return nil
@@ -139,8 +140,8 @@ func checkDesired(d Desired) error {
 // checkName refuses names libvirt would misread: a volume name holds no
 // '/', and the names stay short enough for the volume suffixes.
 func checkName(name string) error {
-	if len(name) == 0 || len(name) > backend.MaxNameLibvirt || !validName(name) {
-		return backend.Permanent(errors.Errorf(errFmtName, name, backend.MaxNameLibvirt))
+	if len(name) == 0 || len(name) > desc.Backend.MaxNameLength || !validName(name) {
+		return backend.Permanent(errors.Errorf(errFmtName, name, desc.Backend.MaxNameLength))
 	}
 	return nil
 }

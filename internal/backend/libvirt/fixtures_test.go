@@ -13,6 +13,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
 )
 
 const (
@@ -29,7 +30,7 @@ type desiredModifier func(*Desired)
 func desired(mods ...desiredModifier) Desired {
 	owner := backend.Owner{UID: testUID, Namespace: testNamespace, Name: "proxy"}
 	d := Desired{
-		Name:      backend.Name(owner, backend.MaxNameLibvirt),
+		Name:      backend.Name(owner, desc.Backend.MaxNameLength),
 		Ownership: backend.Ownership{Owner: owner, ProviderInstance: testInstance},
 		Proxy: commonv1alpha1.ProxyParameters{
 			Port:                3128,
@@ -57,7 +58,7 @@ func desired(mods ...desiredModifier) Desired {
 func withOwnerUID(uid string) desiredModifier {
 	return func(d *Desired) {
 		d.Ownership.Owner.UID = types.UID(uid)
-		d.Name = backend.Name(d.Ownership.Owner, backend.MaxNameLibvirt)
+		d.Name = backend.Name(d.Ownership.Owner, desc.Backend.MaxNameLength)
 	}
 }
 

@@ -12,129 +12,147 @@ package config
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gcpv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
-	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
-	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
-// group is what a usage-counting controller needs to know of one API group.
+const errFmtNewObject = "cannot make an object of kind %s"
+
+// group is one backend's API group, whose objects come from the scheme by
+// the kinds its description names.
 type group struct {
-	providerConfig        schema.GroupVersionKind
-	clusterProviderConfig schema.GroupVersionKind
-	usage                 schema.GroupVersionKind
-	usageList             schema.GroupVersionKind
-	newProviderConfig     func() client.Object
-	newClusterConfig      func() client.Object
-	newUsage              func() client.Object
-	newManaged            func() client.Object
-	newManagedList        func() resource.ManagedList
-	newProviderConfigList func() client.ObjectList
-	// secretName is the Secret a namespaced ProviderConfig reads from its
-	// own namespace, or "".
-	secretName func(client.Object) string
+	registry.Backend
+	scheme *runtime.Scheme
 }
 
-func groups() []group {
-	return []group{
-		{
-			providerConfig:        kubernetesv1alpha1.ProviderConfigGroupVersionKind,
-			clusterProviderConfig: kubernetesv1alpha1.ClusterProviderConfigGroupVersionKind,
-			usage:                 kubernetesv1alpha1.ProviderConfigUsageGroupVersionKind,
-			usageList:             kubernetesv1alpha1.ProviderConfigUsageListGroupVersionKind,
-			newProviderConfig:     func() client.Object { return &kubernetesv1alpha1.ProviderConfig{} },
-			newClusterConfig:      func() client.Object { return &kubernetesv1alpha1.ClusterProviderConfig{} },
-			newUsage:              func() client.Object { return &kubernetesv1alpha1.ProviderConfigUsage{} },
-			newManaged:            func() client.Object { return &kubernetesv1alpha1.KubernetesProxy{} },
-			newManagedList:        func() resource.ManagedList { return &kubernetesv1alpha1.KubernetesProxyList{} },
-			newProviderConfigList: func() client.ObjectList { return &kubernetesv1alpha1.ProviderConfigList{} },
-			secretName: func(o client.Object) string {
-				if pc, ok := o.(*kubernetesv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
-					return pc.Spec.Credentials.SecretRef.Name
-				}
-				return ""
-			},
-		},
-		{
-			providerConfig:        gcpv1alpha1.ProviderConfigGroupVersionKind,
-			clusterProviderConfig: gcpv1alpha1.ClusterProviderConfigGroupVersionKind,
-			usage:                 gcpv1alpha1.ProviderConfigUsageGroupVersionKind,
-			usageList:             gcpv1alpha1.ProviderConfigUsageListGroupVersionKind,
-			newProviderConfig:     func() client.Object { return &gcpv1alpha1.ProviderConfig{} },
-			newClusterConfig:      func() client.Object { return &gcpv1alpha1.ClusterProviderConfig{} },
-			newUsage:              func() client.Object { return &gcpv1alpha1.ProviderConfigUsage{} },
-			newManaged:            func() client.Object { return &gcpv1alpha1.GCPProxy{} },
-			newManagedList:        func() resource.ManagedList { return &gcpv1alpha1.GCPProxyList{} },
-			newProviderConfigList: func() client.ObjectList { return &gcpv1alpha1.ProviderConfigList{} },
-			secretName: func(o client.Object) string {
-				if pc, ok := o.(*gcpv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
-					return pc.Spec.Credentials.SecretRef.Name
-				}
-				return ""
-			},
-		},
-		{
-			providerConfig:        kvmv1alpha1.ProviderConfigGroupVersionKind,
-			clusterProviderConfig: kvmv1alpha1.ClusterProviderConfigGroupVersionKind,
-			usage:                 kvmv1alpha1.ProviderConfigUsageGroupVersionKind,
-			usageList:             kvmv1alpha1.ProviderConfigUsageListGroupVersionKind,
-			newProviderConfig:     func() client.Object { return &kvmv1alpha1.ProviderConfig{} },
-			newClusterConfig:      func() client.Object { return &kvmv1alpha1.ClusterProviderConfig{} },
-			newUsage:              func() client.Object { return &kvmv1alpha1.ProviderConfigUsage{} },
-			newManaged:            func() client.Object { return &kvmv1alpha1.KVMProxy{} },
-			newManagedList:        func() resource.ManagedList { return &kvmv1alpha1.KVMProxyList{} },
-			newProviderConfigList: func() client.ObjectList { return &kvmv1alpha1.ProviderConfigList{} },
-			secretName: func(o client.Object) string {
-				if pc, ok := o.(*kvmv1alpha1.ProviderConfig); ok && pc.Spec.Credentials.SecretRef != nil {
-					return pc.Spec.Credentials.SecretRef.Name
-				}
-				return ""
-			},
-		},
+func (g group) object(gvk schema.GroupVersionKind) (client.Object, error) {
+	o, err := g.scheme.New(gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtNewObject, gvk)
 	}
+	co, ok := o.(client.Object)
+	if !ok {
+		return nil, errors.Errorf(errFmtNewObject, gvk)
+	}
+	return co, nil
 }
 
-// Setup adds a usage-counting controller for each config kind of each group,
-// and the InUse controller. Both config kinds of a group count the same
-// ProviderConfigUsage kind, as provider-kubernetes does: the usage tracker
-// writes only that kind.
+func (g group) managedList() (resource.ManagedList, error) {
+	o, err := g.scheme.New(registry.ListOf(g.Managed))
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtNewObject, registry.ListOf(g.Managed))
+	}
+	l, ok := o.(resource.ManagedList)
+	if !ok {
+		return nil, errors.Errorf(errFmtNewObject, registry.ListOf(g.Managed))
+	}
+	return l, nil
+}
+
+func (g group) providerConfigList() (client.ObjectList, error) {
+	gvk := registry.ListOf(g.ProviderConfig())
+	o, err := g.scheme.New(gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtNewObject, gvk)
+	}
+	l, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, errors.Errorf(errFmtNewObject, gvk)
+	}
+	return l, nil
+}
+
+// secretName returns the Secret a namespaced ProviderConfig reads from its
+// own namespace, or "". Every backend's config names it at
+// spec.credentials.secretRef.name.
+func secretName(pc client.Object) string {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pc)
+	if err != nil {
+		return ""
+	}
+	name, _, _ := unstructured.NestedString(u, "spec", "credentials", "secretRef", "name")
+	return name
+}
+
+// Setup adds the config controllers of every backend of apis.Backends at
+// once. The provider adds each backend when its CRDs appear instead (see
+// NewConfigs).
 func Setup(mgr ctrl.Manager, o controller.Options) error {
-	if err := setupInUse(mgr, o, groups()); err != nil {
+	c, err := NewConfigs(mgr, o)
+	if err != nil {
 		return err
 	}
-	for _, g := range groups() {
-		for _, cfg := range []struct {
-			gvk schema.GroupVersionKind
-			obj func() client.Object
-		}{{g.providerConfig, g.newProviderConfig}, {g.clusterProviderConfig, g.newClusterConfig}} {
-			if err := setupKind(mgr, o, g, cfg.gvk, cfg.obj); err != nil {
-				return err
-			}
+	for _, b := range apis.Backends {
+		if err := c.Add(b); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.GroupVersionKind, newConfig func() client.Object) error {
+// Configs runs the InUse controller, and the usage-counting controllers of
+// the backends added to it.
+type Configs struct {
+	mgr   ctrl.Manager
+	o     controller.Options
+	inUse *inUseController
+}
+
+// NewConfigs adds the InUse controller, still watching no backend, to mgr.
+func NewConfigs(mgr ctrl.Manager, o controller.Options) (*Configs, error) {
+	c, err := setupInUse(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Configs{mgr: mgr, o: o, inUse: c}, nil
+}
+
+// Add adds a usage-counting controller for each config kind of b, and b's
+// kinds to the InUse controller. Both config kinds of a group count the
+// same ProviderConfigUsage kind, as provider-kubernetes does: the usage
+// tracker writes only that kind.
+func (c *Configs) Add(b registry.Backend) error {
+	g := group{Backend: b, scheme: c.mgr.GetScheme()}
+	for _, cfg := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig()} {
+		if err := setupKind(c.mgr, c.o, g, cfg); err != nil {
+			return err
+		}
+	}
+	return c.inUse.add(c.mgr, g)
+}
+
+func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.GroupVersionKind) error {
+	obj, err := g.object(config)
+	if err != nil {
+		return err
+	}
+	usage, err := g.object(g.ProviderConfigUsage())
+	if err != nil {
+		return err
+	}
 	name := providerconfig.ControllerName(config.GroupKind().String())
 	r := providerconfig.NewReconciler(mgr, resource.ProviderConfigKinds{
 		Config:    config,
-		Usage:     g.usage,
-		UsageList: g.usageList,
+		Usage:     g.ProviderConfigUsage(),
+		UsageList: registry.ListOf(g.ProviderConfigUsage()),
 	},
 		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
-		For(newConfig()).
-		Watches(g.newUsage(), &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}).
+		For(obj).
+		Watches(usage, &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }

@@ -9,6 +9,7 @@ package config
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -21,10 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Finalizers that keep what a proxy needs to be deleted until it is
@@ -56,7 +59,17 @@ const (
 // namespace per reconcile: the request names the namespace.
 type InUse struct {
 	client client.Client
+
+	// groups are the backends added so far: with safe-start, a backend is
+	// added only once its CRDs are there.
+	mu     sync.RWMutex
 	groups []group
+}
+
+func (r *InUse) current() []group {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.groups)
 }
 
 // Reconcile sets or removes the finalizers of the configs and Secrets of
@@ -64,31 +77,37 @@ type InUse struct {
 func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := req.Name
 	secrets := map[string]bool{}
-	for _, g := range r.groups {
+	for _, g := range r.current() {
 		used := map[string]bool{}
-		mrs := g.newManagedList()
+		mrs, err := g.managedList()
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.client.List(ctx, mrs, client.InNamespace(ns)); err != nil {
 			return reconcile.Result{}, errors.Wrap(err, errListManaged)
 		}
 		for _, mg := range mrs.GetItems() {
 			if m, ok := mg.(resource.TypedProviderConfigReferencer); ok {
-				if ref := m.GetProviderConfigReference(); ref != nil && ref.Kind == g.providerConfig.Kind {
+				if ref := m.GetProviderConfigReference(); ref != nil && ref.Kind == g.ProviderConfig().Kind {
 					used[ref.Name] = true
 				}
 			}
 		}
-		pcs := g.newProviderConfigList()
+		pcs, err := g.providerConfigList()
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.client.List(ctx, pcs, client.InNamespace(ns)); err != nil {
 			return reconcile.Result{}, errors.Wrap(err, errListConfigs)
 		}
-		err := apimeta.EachListItem(pcs, func(o runtime.Object) error {
+		err = apimeta.EachListItem(pcs, func(o runtime.Object) error {
 			pc, ok := o.(client.Object)
 			if !ok {
 				return nil
 			}
 			// A config being deleted still serves the resources that hold
 			// it up, so its Secret stays too.
-			if name := g.secretName(pc); name != "" {
+			if name := secretName(pc); name != "" {
 				secrets[name] = true
 			}
 			return r.finalize(ctx, pc, FinalizerConfigInUse, used[pc.GetName()])
@@ -139,25 +158,60 @@ func kindOf(o client.Object) string {
 	return "ProviderConfig"
 }
 
-// setupInUse adds the InUse controller, which watches the managed
-// resources, namespaced ProviderConfigs and Secrets of every namespace.
-func setupInUse(mgr ctrl.Manager, o controller.Options, gs []group) error {
-	r := &InUse{client: mgr.GetClient(), groups: gs}
-	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+// inUseController is the InUse controller, to which backends are added.
+type inUseController struct {
+	r    *InUse
+	c    crcontroller.Controller
+	opts controller.Options
+}
+
+// setupInUse adds the InUse controller, which watches the Secrets, and the
+// managed resources and namespaced ProviderConfigs of each backend added,
+// of every namespace.
+func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error) {
+	r := &InUse{client: mgr.GetClient()}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named(inUseControllerName).
+		WithOptions(o.ForControllerRuntime()).
+		WithEventFilter(inUseChanged()).
+		Watches(&corev1.Secret{}, toNamespace()).
+		Build(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))
+	if err != nil {
+		return nil, err
+	}
+	return &inUseController{r: r, c: c, opts: o}, nil
+}
+
+// add watches the kinds of g and counts them from the next reconcile on. A
+// watch added after the manager started starts at once.
+func (c *inUseController) add(mgr ctrl.Manager, g group) error {
+	pc, err := g.object(g.ProviderConfig())
+	if err != nil {
+		return err
+	}
+	mg, err := g.object(g.Managed)
+	if err != nil {
+		return err
+	}
+	c.r.mu.Lock()
+	c.r.groups = append(c.r.groups, g)
+	c.r.mu.Unlock()
+	for _, o := range []client.Object{pc, mg} {
+		if err := c.c.Watch(source.Kind(mgr.GetCache(), o, toNamespace(), inUseChanged())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toNamespace enqueues the namespace of a namespaced object.
+func toNamespace() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() == "" {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(inUseControllerName).
-		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(inUseChanged()).
-		Watches(&corev1.Secret{}, toNamespace)
-	for _, g := range gs {
-		b = b.Watches(g.newProviderConfig(), toNamespace).Watches(g.newManaged(), toNamespace)
-	}
-	return b.Complete(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))
 }
 
 // inUseChanged passes creations, deletions and the updates that can change

@@ -80,7 +80,10 @@ func TestInUse(t *testing.T) {
 		secret("platform", "kubeconfig"),
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
-	r := &InUse{client: kube, groups: groups()}
+	r := &InUse{client: kube}
+	for _, b := range apis.Backends {
+		r.groups = append(r.groups, group{Backend: b, scheme: s})
+	}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "team"}}); err != nil {
 		t.Fatal(err)
 	}

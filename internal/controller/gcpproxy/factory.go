@@ -13,7 +13,6 @@ import (
 	"encoding/pem"
 	"net"
 	"net/url"
-	"strconv"
 	"time"
 
 	"cloud.google.com/go/auth"
@@ -99,15 +98,14 @@ func NewFactory(o ...FactoryOption) BackendFactory {
 }
 
 func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
-	spec, err := ConfigSpec(cfg)
+	spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
 	}
 	if err := checkEndpoint(spec.Endpoint); err != nil {
 		return nil, err
 	}
-	key := string(cfg.Object.GetUID())
-	version := strconv.FormatInt(cfg.Object.GetGeneration(), 10)
+	key := cfg.CacheKey()
 	switch src := spec.Credentials.Source; src {
 	case v1alpha1.CredentialsSourceSecret:
 		ref := spec.Credentials.SecretRef
@@ -118,21 +116,15 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 		if err != nil {
 			return nil, err
 		}
-		where := ref.Name
-		if ns := cfg.SecretNamespace; ns != "" {
-			where = ns + "/" + ref.Name
-		} else if ref.Namespace != "" {
-			where = ref.Namespace + "/" + ref.Name
-		}
-		return f.cache.Get(key, version+"/"+rv, func() (Backend, error) {
-			c, err := serviceAccountCredentials(sa, where, ref.Key)
+		return f.cache.Get(key, cfg.CacheVersion(rv), func() (Backend, error) {
+			c, err := serviceAccountCredentials(sa, cfg.SecretLocation(ref.SecretReference), ref.Key)
 			if err != nil {
 				return nil, err
 			}
 			return f.newBackend(ctx, cfg, spec, c)
 		})
 	case v1alpha1.CredentialsSourceInjectedIdentity:
-		return f.cache.Get(key, version, func() (Backend, error) {
+		return f.cache.Get(key, cfg.CacheVersion(""), func() (Backend, error) {
 			c, err := f.injectedCredentials()
 			if err != nil {
 				return nil, err
@@ -144,7 +136,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 		if sa == nil || sa.Name == "" {
 			return nil, backend.Permanent(errors.New(errNoImpersonate))
 		}
-		return f.cache.Get(key, version, func() (Backend, error) {
+		return f.cache.Get(key, cfg.CacheVersion(""), func() (Backend, error) {
 			c, err := impersonate.NewCredentials(&impersonate.CredentialsOptions{
 				TargetPrincipal: sa.Name, Scopes: []string{scopeCloudPlatform}, Credentials: f.defaultCreds,
 			})

@@ -4,98 +4,40 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package gcpproxy wires the GCPProxy managed resource to the gcp backend.
+// Package gcpproxy is the controller side of the gcp backend: Controller,
+// from which package proxy builds the controllers, and the factory that
+// builds the backend from a provider config.
 package gcpproxy
 
 import (
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/alecthomas/kingpin/v2"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
-// BackendName names the backend in messages and metrics.
-const BackendName = "gcp"
-
-const (
-	errFmtConfigType = "unexpected provider config type %T"
-	errAddCollector  = "cannot add the garbage collector"
-	errAddHealth     = "cannot add the health reporter"
+type (
+	// Backend is the gcp backend as the controller sees it.
+	Backend = backend.Backend[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]
+	// BackendFactory builds the backend for a provider config.
+	BackendFactory = proxy.BackendFactory[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]
 )
 
-// Backend is the gcp backend as the controller sees it.
-type Backend = backend.Backend[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]
-
-// BackendFactory builds the backend for a provider config's spec.
-type BackendFactory = proxy.BackendFactory[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]
-
-// kind adapts GCPProxy to the shared proxy reconciler.
-type kind struct{}
-
-func (kind) Proxy(mg *v1alpha1.GCPProxy) commonv1alpha1.ProxyParameters {
-	return mg.Spec.ForProvider.ProxyParameters
-}
-
-func (kind) Params(mg *v1alpha1.GCPProxy) v1alpha1.GCPProxyParameters { return mg.Spec.ForProvider }
-
-func (kind) SetObservation(mg *v1alpha1.GCPProxy, o backend.Observation[v1alpha1.GCPProxyObservation]) {
-	mg.Status.AtProvider = o.Extra
-	mg.Status.AtProvider.ProxyObservation = proxy.CommonObservation(o)
-}
-
-func (kind) MaxNameLength() int { return backend.MaxNameGCE }
-
-// ConfigSpec returns the spec of a resolved ProviderConfig or
-// ClusterProviderConfig of the group.
-func ConfigSpec(cfg proxy.Config) (v1alpha1.ProviderConfigSpec, error) {
-	switch pc := cfg.Object.(type) {
-	case *v1alpha1.ProviderConfig:
-		return pc.Spec, nil
-	case *v1alpha1.ClusterProviderConfig:
-		return pc.Spec, nil
-	}
-	return v1alpha1.ProviderConfigSpec{}, errors.Errorf(errFmtConfigType, cfg.Object)
-}
-
-// Setup adds the GCPProxy controller to mgr. A nil factory registers the
-// controller anyway, so resources report that the backend is missing instead
-// of being ignored.
-func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
-	c := proxy.NewConnector(proxy.ConnectorConfig[*v1alpha1.GCPProxy, v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
-		Kube:    mgr.GetClient(),
-		Usage:   &v1alpha1.ProviderConfigUsage{},
-		Kind:    kind{},
-		Backend: BackendName,
-		NewConfigs: func() (client.Object, client.Object) {
-			return &v1alpha1.ProviderConfig{}, &v1alpha1.ClusterProviderConfig{}
+// Controller is the controller side of the gcp backend.
+var Controller = proxy.Controller[*v1alpha1.GCPProxy, v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
+	Backend: desc.Backend,
+	Kind: proxy.KindOf(
+		func(mg *v1alpha1.GCPProxy) v1alpha1.GCPProxyParameters { return mg.Spec.ForProvider },
+		func(p v1alpha1.GCPProxyParameters) commonv1alpha1.ProxyParameters { return p.ProxyParameters },
+		func(mg *v1alpha1.GCPProxy, o v1alpha1.GCPProxyObservation, c commonv1alpha1.ProxyObservation) {
+			o.ProxyObservation = c
+			mg.Status.AtProvider = o
 		},
-		NewBackend: f,
-	}, o)
-	if f == nil {
-		return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)
-	}
-	bg := proxy.CollectorConfig[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
-		Backend:    BackendName,
-		Kube:       mgr.GetClient(),
-		NewBackend: f,
-		NewOwners:  func() client.ObjectList { return &v1alpha1.GCPProxyList{} },
-		NewConfigs: func() (client.ObjectList, client.ObjectList) {
-			return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
-		},
-	}
-	if o.GCInterval > 0 {
-		if err := mgr.Add(proxy.NewCollector(bg, o)); err != nil {
-			return errors.Wrap(err, errAddCollector)
-		}
-	}
-	if o.HealthInterval > 0 {
-		if err := mgr.Add(proxy.NewHealthReporter(bg, BackendName, o)); err != nil {
-			return errors.Wrap(err, errAddHealth)
-		}
-	}
-	return proxy.Setup(mgr, o, v1alpha1.GCPProxyGroupVersionKind, &v1alpha1.GCPProxy{}, c, backend.MaxNameGCE)
+		desc.Backend.MaxNameLength),
+	Factory: func(*kingpin.Application) func(proxy.Env) BackendFactory {
+		return func(env proxy.Env) BackendFactory { return NewFactory(WithCallTimeout(env.CallTimeout)) }
+	},
 }

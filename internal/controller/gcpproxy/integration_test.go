@@ -26,6 +26,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
@@ -34,7 +35,7 @@ func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 	ctrl.SetLogger(logr.Discard())
 	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
 		o.Logger = logging.NewNopLogger()
-		return Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f)
+		return Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f)
 	})
 }
 
@@ -43,6 +44,8 @@ func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 func TestManagedGCPProxy(t *testing.T) {
 	e := kube.Start(t)
 	fake := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	// No VM runs here: stand in for every guest's serving report.
+	go proxyguest.Run(t.Context(), fake, proxyguest.DefaultEvery)
 	key, err := fake.NewServiceAccountKey("")
 	if err != nil {
 		t.Fatal(err)

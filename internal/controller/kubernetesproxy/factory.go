@@ -8,7 +8,6 @@ package kubernetesproxy
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -34,8 +33,8 @@ const (
 )
 
 const (
-	errFmtParseKubeconfig = "cannot parse the kubeconfig in Secret %s/%s key %s"
-	errFmtUnsafeKubecfg   = "the kubeconfig in Secret %s/%s key %s uses %s, which the provider does not allow: give the credentials inline (token or client certificate data)"
+	errFmtParseKubeconfig = "cannot parse the kubeconfig in Secret %s key %s"
+	errFmtUnsafeKubecfg   = "the kubeconfig in Secret %s key %s uses %s, which the provider does not allow: give the credentials inline (token or client certificate data)"
 	errNoSecretRef        = "credentials.secretRef is required when credentials.source is Secret"
 	errFmtSource          = "unknown credentials.source %q: it must be Secret or InjectedIdentity"
 	errInCluster          = "credentials.source InjectedIdentity needs the provider to run in the target cluster"
@@ -75,14 +74,13 @@ func NewFactory(o ...FactoryOption) BackendFactory {
 }
 
 func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
-	spec, err := ConfigSpec(cfg)
+	spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
 	}
 	// The generation is part of the cache key, so a changed allowlist
 	// rebuilds the backend with the new policy.
-	key := string(cfg.Object.GetUID())
-	version := strconv.FormatInt(cfg.Object.GetGeneration(), 10)
+	key := cfg.CacheKey()
 	p := policy(cfg, spec)
 	switch src := spec.Credentials.Source; src {
 	case v1alpha1.CredentialsSourceSecret:
@@ -94,19 +92,15 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 		if err != nil {
 			return nil, err
 		}
-		ns := cfg.SecretNamespace
-		if ns == "" {
-			ns = ref.Namespace
-		}
-		return f.cache.Get(key, version+"/"+rv, func() (Backend, error) {
-			rc, err := restConfigFromKubeconfig(kc, ns, ref.Name, ref.Key)
+		return f.cache.Get(key, cfg.CacheVersion(rv), func() (Backend, error) {
+			rc, err := restConfigFromKubeconfig(kc, cfg.SecretLocation(ref.SecretReference), ref.Key)
 			if err != nil {
 				return nil, err
 			}
 			return f.newBackend(rc, p)
 		})
 	case v1alpha1.CredentialsSourceInjectedIdentity:
-		return f.cache.Get(key, version, func() (Backend, error) {
+		return f.cache.Get(key, cfg.CacheVersion(""), func() (Backend, error) {
 			rc := f.injected
 			if rc == nil {
 				if rc, err = rest.InClusterConfig(); err != nil {
@@ -148,17 +142,17 @@ func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, err
 // credential plugins and file references before anything acts on them: the
 // provider would run the plugin, or read the file (its own service account
 // token, say) and send it to whatever server the kubeconfig names.
-func restConfigFromKubeconfig(kc []byte, ns, name, key string) (*rest.Config, error) {
+func restConfigFromKubeconfig(kc []byte, secret, key string) (*rest.Config, error) {
 	c, err := clientcmd.Load(kc)
 	if err != nil {
-		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, ns, name, key))
+		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, secret, key))
 	}
 	if what := unsafeKubeconfig(c); what != "" {
-		return nil, backend.Permanent(errors.Errorf(errFmtUnsafeKubecfg, ns, name, key, what))
+		return nil, backend.Permanent(errors.Errorf(errFmtUnsafeKubecfg, secret, key, what))
 	}
 	rc, err := clientcmd.NewDefaultClientConfig(*c, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, ns, name, key))
+		return nil, backend.Permanent(errors.Wrapf(err, errFmtParseKubeconfig, secret, key))
 	}
 	return rc, nil
 }

@@ -8,7 +8,6 @@ package kvmproxy
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +42,7 @@ const (
 func NewFactory(opts ...libvirt.Option) BackendFactory {
 	cache := proxy.NewClientCache[*libvirt.Backend]()
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
-		spec, err := ConfigSpec(cfg)
+		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 		if err != nil {
 			return nil, backend.Permanent(errors.Errorf(errFmtConfigSpecType, err))
 		}
@@ -69,8 +68,7 @@ func NewFactory(opts ...libvirt.Option) BackendFactory {
 				return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
 			}
 		}
-		version := strconv.FormatInt(cfg.Object.GetGeneration(), 10) + "/" + secretVersion
-		b, err := cache.Get(string(cfg.Object.GetUID()), version, func() (*libvirt.Backend, error) {
+		b, err := cache.Get(cfg.CacheKey(), cfg.CacheVersion(secretVersion), func() (*libvirt.Backend, error) {
 			// The manager's client is the same for every call, so the
 			// cached backend may keep the one it was built with.
 			all := append([]libvirt.Option{libvirt.WithUserDataSource(UserDataFromSecrets(kube))}, opts...)

@@ -4,98 +4,74 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package kvmproxy wires the KVMProxy managed resource to the kvm backend.
+// Package kvmproxy is the controller side of the kvm backend: Controller,
+// from which package proxy builds the controllers, the backend's provider
+// flags, and the factory that builds the backend from a provider config.
 package kvmproxy
 
 import (
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
-// BackendName names the backend in messages and metrics.
-const BackendName = "kvm"
-
-const (
-	errFmtConfigType = "unexpected provider config type %T"
-	errAddCollector  = "cannot add the garbage collector"
-	errAddHealth     = "cannot add the health reporter"
+type (
+	// Backend is the kvm backend as the controller sees it.
+	Backend = backend.Backend[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
+	// BackendFactory builds the backend for a provider config.
+	BackendFactory = proxy.BackendFactory[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
 )
 
-// Backend is the kvm backend as the controller sees it.
-type Backend = backend.Backend[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
+// Provider flags of the kvm backend.
+const (
+	FlagServeProbe  = "kvm-serve-probe"
+	FlagBootDevices = "kvm-boot-devices"
+)
 
-// BackendFactory builds the backend for a provider config's spec.
-type BackendFactory = proxy.BackendFactory[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]
-
-// kind adapts KVMProxy to the shared proxy reconciler.
-type kind struct{}
-
-func (kind) Proxy(mg *v1alpha1.KVMProxy) commonv1alpha1.ProxyParameters {
-	return mg.Spec.ForProvider.ProxyParameters
-}
-
-func (kind) Params(mg *v1alpha1.KVMProxy) v1alpha1.KVMProxyParameters { return mg.Spec.ForProvider }
-
-func (kind) SetObservation(mg *v1alpha1.KVMProxy, o backend.Observation[v1alpha1.KVMProxyObservation]) {
-	mg.Status.AtProvider = o.Extra
-	mg.Status.AtProvider.ProxyObservation = proxy.CommonObservation(o)
-}
-
-func (kind) MaxNameLength() int { return backend.MaxNameLibvirt }
-
-// ConfigSpec returns the spec of a resolved ProviderConfig or
-// ClusterProviderConfig of the group.
-func ConfigSpec(cfg proxy.Config) (v1alpha1.ProviderConfigSpec, error) {
-	switch pc := cfg.Object.(type) {
-	case *v1alpha1.ProviderConfig:
-		return pc.Spec, nil
-	case *v1alpha1.ClusterProviderConfig:
-		return pc.Spec, nil
-	}
-	return v1alpha1.ProviderConfigSpec{}, errors.Errorf(errFmtConfigType, cfg.Object)
-}
-
-// Setup adds the KVMProxy controller to mgr. A nil factory registers the
-// controller anyway, so resources report that the backend is missing instead
-// of being ignored.
-func Setup(mgr ctrl.Manager, o proxy.Options, f BackendFactory) error {
-	c := proxy.NewConnector(proxy.ConnectorConfig[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
-		Kube:    mgr.GetClient(),
-		Usage:   &v1alpha1.ProviderConfigUsage{},
-		Kind:    kind{},
-		Backend: BackendName,
-		NewConfigs: func() (client.Object, client.Object) {
-			return &v1alpha1.ProviderConfig{}, &v1alpha1.ClusterProviderConfig{}
+// Controller is the controller side of the kvm backend.
+var Controller = proxy.Controller[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
+	Backend: desc.Backend,
+	Kind: proxy.KindOf(
+		func(mg *v1alpha1.KVMProxy) v1alpha1.KVMProxyParameters { return mg.Spec.ForProvider },
+		func(p v1alpha1.KVMProxyParameters) commonv1alpha1.ProxyParameters { return p.ProxyParameters },
+		func(mg *v1alpha1.KVMProxy, o v1alpha1.KVMProxyObservation, c commonv1alpha1.ProxyObservation) {
+			o.ProxyObservation = c
+			mg.Status.AtProvider = o
 		},
-		NewBackend: f,
-	}, o)
-	if f == nil {
-		return proxy.Setup(mgr, o, v1alpha1.KVMProxyGroupVersionKind, &v1alpha1.KVMProxy{}, c, backend.MaxNameLibvirt)
+		desc.Backend.MaxNameLength),
+	Factory: flags,
+}
+
+// flags declares the kvm backend's provider flags.
+func flags(app *kingpin.Application) func(proxy.Env) BackendFactory {
+	probe := app.Flag(FlagServeProbe, "Report a KVM proxy Ready only when squid in the guest serves the rendered configuration, probed through the QEMU guest agent (the base image needs qemu-guest-agent, as hack/guest-image.sh builds it). Off: Ready means running with a DHCP lease.").Default("true").Bool()
+	boot := app.Flag(FlagBootDevices, "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
+	return func(proxy.Env) BackendFactory {
+		var opts []libvirt.Option
+		if devs := splitList(*boot); len(devs) > 0 {
+			opts = append(opts, libvirt.WithBootDevices(devs...))
+		}
+		if *probe {
+			opts = append(opts, libvirt.WithServeProbe())
+		}
+		return NewFactory(opts...)
 	}
-	bg := proxy.CollectorConfig[v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
-		Backend:    BackendName,
-		Kube:       mgr.GetClient(),
-		NewBackend: f,
-		NewOwners:  func() client.ObjectList { return &v1alpha1.KVMProxyList{} },
-		NewConfigs: func() (client.ObjectList, client.ObjectList) {
-			return &v1alpha1.ProviderConfigList{}, &v1alpha1.ClusterProviderConfigList{}
-		},
-	}
-	if o.GCInterval > 0 {
-		if err := mgr.Add(proxy.NewCollector(bg, o)); err != nil {
-			return errors.Wrap(err, errAddCollector)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
 		}
 	}
-	if o.HealthInterval > 0 {
-		if err := mgr.Add(proxy.NewHealthReporter(bg, BackendName, o)); err != nil {
-			return errors.Wrap(err, errAddHealth)
-		}
-	}
-	return proxy.Setup(mgr, o, v1alpha1.KVMProxyGroupVersionKind, &v1alpha1.KVMProxy{}, c, backend.MaxNameLibvirt)
+	return out
 }

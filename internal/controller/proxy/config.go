@@ -86,7 +86,17 @@ func configError(err error, kind, name string) error {
 	return err
 }
 
-// SecretNamespace returns the namespace a secret reference of cfg resolves to.
+// SecretLocation names where a secret reference of cfg points, namespace/name
+// (or only the name when a ClusterProviderConfig's reference has no
+// namespace), for messages.
+func (cfg Config) SecretLocation(ref commonv1alpha1.SecretReference) string {
+	if ns, err := cfg.secretNamespace(ref); err == nil {
+		return ns + "/" + ref.Name
+	}
+	return ref.Name
+}
+
+// secretNamespace returns the namespace a secret reference of cfg resolves to.
 func (cfg Config) secretNamespace(ref commonv1alpha1.SecretReference) (string, error) {
 	if cfg.SecretNamespace != "" {
 		return cfg.SecretNamespace, nil

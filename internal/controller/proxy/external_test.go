@@ -41,7 +41,10 @@ func (testKind) SetObservation(mg *v1alpha1.KubernetesProxy, o backend.Observati
 	mg.Status.AtProvider = o.Extra
 	mg.Status.AtProvider.ProxyObservation = CommonObservation(o)
 }
-func (testKind) MaxNameLength() int { return backend.MaxNameKubernetes }
+func (testKind) MaxNameLength() int { return testMaxName }
+
+// testMaxName is the longest instance name of testKind.
+const testMaxName = 63
 
 const (
 	extEndpoint = "10.0.0.7:3128"
@@ -389,7 +392,7 @@ func writeFn(want backend.Credentials, err error) func(context.Context, backend.
 		if d.Credentials != want {
 			return errors.Errorf("got credentials %q, want %q", d.Credentials.Username, want.Username)
 		}
-		if d.Name != backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, backend.MaxNameKubernetes) {
+		if d.Name != backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, testMaxName) {
 			return errors.Errorf("unexpected instance name %q", d.Name)
 		}
 		return err
@@ -431,7 +434,7 @@ func runWriteCases(t *testing.T, op string, call func(*External[*v1alpha1.Kubern
 }
 
 func TestExternalCreate(t *testing.T) {
-	name := backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, backend.MaxNameKubernetes)
+	name := backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, testMaxName)
 	// generatedCreate accepts only the generated credentials Secret, owned
 	// by the resource, and hands its credentials to the backend Create.
 	var generated backend.Credentials

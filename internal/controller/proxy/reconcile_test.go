@@ -104,7 +104,7 @@ func startProvider(t *testing.T, e *kube.Env, f kubernetesproxy.BackendFactory) 
 		if err := config.Setup(mgr, o); err != nil {
 			return err
 		}
-		return kubernetesproxy.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f)
+		return kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f)
 	})
 }
 

@@ -120,7 +120,7 @@ func (r *recorder[P, O]) writes(ns string) []call {
 // gone fails the connection.
 func kubernetesFactory(r *recorder[params, obs]) kubernetesproxy.BackendFactory {
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (backend.Backend[params, obs], error) {
-		spec, err := kubernetesproxy.ConfigSpec(cfg)
+		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -148,13 +148,13 @@ func startProviders(t *testing.T, e *kube.Env, k *recorder[params, obs], g *reco
 			return err
 		}
 		po := proxy.Options{Options: o, ProviderInstance: "test"}
-		if err := kubernetesproxy.Setup(mgr, po, kubernetesFactory(k)); err != nil {
+		if err := kubernetesproxy.Controller.Setup(mgr, po, kubernetesFactory(k)); err != nil {
 			return err
 		}
 		if g == nil {
 			return nil
 		}
-		return gcpproxy.Setup(mgr, po, func(context.Context, client.Client, proxy.Config) (backend.Backend[gparams, gobs], error) {
+		return gcpproxy.Controller.Setup(mgr, po, func(context.Context, client.Client, proxy.Config) (backend.Backend[gparams, gobs], error) {
 			return g.backend(""), nil
 		})
 	})

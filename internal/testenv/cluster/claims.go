@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
 )
 
 // ClaimGVK is the kind app teams create (package/configuration/xrd.yaml).
@@ -28,16 +30,11 @@ func CompositeGVK() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "XEgressProxy"}
 }
 
-// ManagedGVK returns the managed resource kind of a backend.
+// ManagedGVK returns the managed resource kind of a backend, from its
+// description in apis.Backends; the zero GVK for an unknown backend.
 func ManagedGVK(b Backend) schema.GroupVersionKind {
-	switch b {
-	case BackendGCP:
-		return schema.GroupVersionKind{Group: "gcp.m.egressproxy.io", Version: "v1alpha1", Kind: "GCPProxy"}
-	case BackendKVM:
-		return schema.GroupVersionKind{Group: "kvm.m.egressproxy.io", Version: "v1alpha1", Kind: "KVMProxy"}
-	case BackendKubernetes:
-	}
-	return schema.GroupVersionKind{Group: "kubernetes.m.egressproxy.io", Version: "v1alpha1", Kind: "KubernetesProxy"}
+	d, _ := apis.Backends.Lookup(string(b))
+	return d.Managed
 }
 
 const errFmtTrace = "crossplane beta trace failed: %s"

@@ -12,61 +12,41 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
 )
 
-func TestWiredIn(t *testing.T) {
-	type want struct {
-		wired map[Backend]bool
-		err   bool
-	}
+func TestManagedGVK(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		src    string
-		want   want
+		b      Backend
+		want   schema.GroupVersionKind
 	}{
-		"Nothing": {
-			reason: "An empty Backends literal wires no backend.",
-			src:    `package main; func backends() controllers.Backends { return controllers.Backends{} }`,
-			want:   want{wired: map[Backend]bool{}},
+		"Known": {
+			reason: "A backend's managed resource kind is the one its description names.",
+			b:      Backend(apis.Backends[0].Name),
+			want:   apis.Backends[0].Managed,
 		},
-		"Literal": {
-			reason: "Fields set in the literal are wired; nil ones are not.",
-			src: `package main
-func backends() controllers.Backends {
-	return controllers.Backends{Kubernetes: kubernetesproxy.NewFactory(), KVM: nil}
-}`,
-			want: want{wired: map[Backend]bool{BackendKubernetes: true}},
-		},
-		"Assignments": {
-			reason: "Fields assigned one by one are wired too.",
-			src: `package main
-func backends() controllers.Backends {
-	b := controllers.Backends{}
-	b.GCP = gcpproxy.NewFactory()
-	b.KVM = kvmproxy.NewFactory()
-	return b
-}`,
-			want: want{wired: map[Backend]bool{BackendGCP: true, BackendKVM: true}},
-		},
-		"NotGo": {
-			reason: "A file that does not parse is an error.",
-			src:    `package`,
-			want:   want{err: true},
+		"Unknown": {
+			reason: "An unknown backend has no managed resource kind.",
+			b:      "podman",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := wiredIn("backends.go", tc.src)
-			if (err != nil) != tc.want.err {
-				t.Fatalf("\n%s\nwiredIn(...): error %v, want error %v", tc.reason, err, tc.want.err)
-			}
-			if tc.want.err {
-				return
-			}
-			if diff := cmp.Diff(tc.want.wired, got); diff != "" {
-				t.Errorf("\n%s\nwiredIn(...): -want, +got:\n%s", tc.reason, diff)
+			if diff := cmp.Diff(tc.want, ManagedGVK(tc.b)); diff != "" {
+				t.Errorf("\n%s\nManagedGVK(%q): -want, +got:\n%s", tc.reason, tc.b, diff)
 			}
 		})
+	}
+}
+
+func TestDoublesAreBackends(t *testing.T) {
+	for b := range doubles {
+		if _, ok := apis.Backends.Lookup(string(b)); !ok {
+			t.Errorf("the harness has a test double of %q, which apis.Backends does not list", b)
+		}
 	}
 }
 

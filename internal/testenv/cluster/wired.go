@@ -7,102 +7,58 @@ SPDX-License-Identifier: Apache-2.0
 package cluster
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
+	"slices"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/apis"
 )
 
 // A Backend runs egress proxies; it is also the value of the Composition
 // label egressproxy.io/backend.
 type Backend string
 
-// The backends.
-const (
-	BackendKubernetes Backend = "kubernetes"
-	BackendGCP        Backend = "gcp"
-	BackendKVM        Backend = "kvm"
-)
-
-// errParseBackends is returned when cmd/provider/backends.go cannot be read.
-const errParseBackends = "cannot parse cmd/provider/backends.go"
-
-// fieldOf maps the fields of controllers.Backends onto backends.
-func fieldOf(name string) (Backend, bool) {
-	switch name {
-	case "Kubernetes":
-		return BackendKubernetes, true
-	case "GCP":
-		return BackendGCP, true
-	case "KVM":
-		return BackendKVM, true
+// Backends returns every backend of the provider, in the order of
+// apis.Backends.
+func Backends() []Backend {
+	out := make([]Backend, 0, len(apis.Backends))
+	for _, n := range apis.Backends.Names() {
+		out = append(out, Backend(n))
 	}
-	return "", false
+	return out
 }
 
-// WiredBackends returns the backends that cmd/provider builds in: the fields
-// set in the Backends literal of cmd/provider/backends.go. A backend that is
-// not wired registers its controller anyway and its managed resources say
-// the backend is not available, so tests of it cannot pass yet.
+// WiredBackends returns the backends that cmd/provider builds in: every
+// backend of apis.Backends, since registering a backend is wiring it (a
+// test of cmd/provider keeps its list and apis.Backends the same).
 func WiredBackends() (map[Backend]bool, error) {
-	return wiredIn(filepath.Join(testenv.RepoRoot(), "cmd", "provider", "backends.go"), nil)
-}
-
-// wiredIn parses Go source (src, or the file when src is nil).
-func wiredIn(path string, src any) (map[Backend]bool, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
-	if err != nil {
-		return nil, errors.Wrap(err, errParseBackends)
-	}
 	wired := map[Backend]bool{}
-	set := func(field string, value ast.Expr) {
-		if b, ok := fieldOf(field); ok && !isNil(value) {
-			wired[b] = true
-		}
+	for _, b := range Backends() {
+		wired[b] = true
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.CompositeLit:
-			// controllers.Backends{Kubernetes: ...}
-			if !isBackendsType(n.Type) {
-				return true
-			}
-			for _, e := range n.Elts {
-				if kv, ok := e.(*ast.KeyValueExpr); ok {
-					if k, ok := kv.Key.(*ast.Ident); ok {
-						set(k.Name, kv.Value)
-					}
-				}
-			}
-		case *ast.AssignStmt:
-			// b.Kubernetes = ...
-			for i, l := range n.Lhs {
-				if sel, ok := l.(*ast.SelectorExpr); ok && i < len(n.Rhs) {
-					set(sel.Sel.Name, n.Rhs[i])
-				}
-			}
-		}
-		return true
-	})
 	return wired, nil
 }
 
-func isBackendsType(e ast.Expr) bool {
-	switch t := e.(type) {
-	case *ast.SelectorExpr:
-		return t.Sel.Name == "Backends"
-	case *ast.Ident:
-		return t.Name == "Backends"
+// CannotRun says why the test double of b cannot run on this machine, or "".
+func CannotRun(b Backend) string {
+	if d, ok := doubles[b]; ok && d.cannotRun != nil {
+		return d.cannotRun()
 	}
-	return false
+	return ""
 }
 
-func isNil(e ast.Expr) bool {
-	id, ok := e.(*ast.Ident)
-	return ok && strings.EqualFold(id.Name, "nil")
+// backendSteps returns the steps that set up the test doubles and ProviderConfigs
+// of the backends: those always set up, and those opts asks for.
+func (c *Cluster) backendSteps() []step {
+	var steps []step
+	for _, b := range Backends() {
+		d, ok := doubles[b]
+		if !ok || (!d.always && !slices.Contains(c.opts.Backends, b)) {
+			continue
+		}
+		s := d.step(c)
+		if d.optional {
+			s.fn = c.optional(b, s.fn)
+		}
+		steps = append(steps, s)
+	}
+	return steps
 }

@@ -1,0 +1,59 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package cluster
+
+import (
+	"os"
+	"time"
+
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+)
+
+// The backends, for tests of one backend in particular.
+const (
+	BackendKubernetes = Backend(kubernetes.Name)
+	BackendGCP        = Backend(gcp.Name)
+	BackendKVM        = Backend(kvm.Name)
+)
+
+// A double is how the harness fakes one backend: the step that starts its
+// test double and creates its ClusterProviderConfig default. This table is
+// the harness's only list of backends; a backend without an entry runs
+// without a test double (its claims cannot become Ready in the e2e).
+type double struct {
+	step func(c *Cluster) step
+	// always sets the backend up even when Options.Backends leaves it out.
+	always bool
+	// optional turns an ErrMissing of the step into an entry of
+	// Cluster.Unavailable instead of a failed Start.
+	optional bool
+	// cannotRun says why the double cannot run on this machine, or "".
+	cannotRun func() string
+}
+
+var doubles = map[Backend]double{
+	// The target cluster is this control plane.
+	BackendKubernetes: {always: true, step: func(c *Cluster) step {
+		return step{name: "kubernetes backend ProviderConfig", log: "provider.log", fn: c.setupKubernetesBackend}
+	}},
+	BackendGCP: {step: func(c *Cluster) step {
+		return step{name: "GCE fake and gcp ProviderConfig", log: "gce-fake.log", fn: c.setupGCP}
+	}},
+	// A first run installs libvirt and QEMU with apt.
+	BackendKVM: {optional: true, cannotRun: needsRoot, step: func(c *Cluster) step {
+		return step{name: "private libvirtd and kvm ProviderConfig", fn: c.setupKVM, timeout: 12 * time.Minute}
+	}},
+}
+
+func needsRoot() string {
+	if os.Geteuid() != 0 {
+		return "a private libvirtd needs root"
+	}
+	return ""
+}
