@@ -9,8 +9,11 @@
 #   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
 #
 # With REGISTRY set, the Configuration's dependsOn names the Provider and the
-# Function in REGISTRY (in a copy of its package root; the source keeps the
-# release registry), the images are tagged there, and each package is pushed
+# Function in REGISTRY with the constraint >=VERSION (in a copy of its
+# package root; the source keeps the release registry): the three are
+# released together, so a Configuration upgrade makes Crossplane (with
+# --enable-dependency-version-upgrades) roll the Provider and the Function
+# to at least its own version. The images are tagged there, and each package is pushed
 # to REGISTRY/<name>:VERSION by hack/xpkgpush. VERSION must then be a semver
 # tag (vX.Y.Z[-pre]): Crossplane's dependency resolver picks versions from the
 # repository's tags with the dependsOn constraints.
@@ -26,6 +29,10 @@
 #                  registry with a private CA (the tests' loopback registry)
 #   XPKG_REGISTRY  registry/org of the images (default $REGISTRY, else xpkg.egressproxy.io/egressproxy)
 #   OUTPUT_DIR     output folder (default _output)
+#   XPKG_OVERLAY   folder with provider/, function/ and configuration/ subfolders
+#                  whose files are laid over a copy of the package root before
+#                  the build (the tests' upgrade builds v0.2.0 with an extra
+#                  printer column this way, without changing the tree's API)
 #   CROSSPLANE     Crossplane CLI (default: hack/tools.sh path crossplane, which builds it once)
 set -euo pipefail
 
@@ -71,6 +78,21 @@ package() {
     --package-file="$XPKG/$name-$VERSION.xpkg" "$@"
 }
 
+# package_root PART prints the package root of PART: package/PART, or a copy
+# of it with $XPKG_OVERLAY/PART laid over it.
+package_root() {
+  if [ -z "${XPKG_OVERLAY:-}" ] || [ ! -d "$XPKG_OVERLAY/$1" ]; then
+    echo "package/$1"
+    return
+  fi
+  local root=$ROOTS/$1-root
+  mkdir -p "$root"
+  cp -R "package/$1/." "$root/"
+  cp -R "$XPKG_OVERLAY/$1/." "$root/"
+  log "package/$1 with the overlay $XPKG_OVERLAY/$1"
+  echo "$root"
+}
+
 build_provider() {
   ls cmd/provider/*.go >/dev/null 2>&1 ||
     die "cmd/provider does not exist yet: cannot build the provider package (build the others with: hack/xpkg.sh function configuration)"
@@ -81,14 +103,14 @@ build_provider() {
   image provider-egressproxy "$BIN/provider" /provider "${ca[@]}"
   local examples=$ROOT/examples/provider
   [ -d "$examples" ] || examples=$EMPTY
-  package provider-egressproxy package/provider "$examples" \
+  package provider-egressproxy "$(package_root provider)" "$examples" \
     --embed-runtime-image-tarball="$IMAGES/provider-egressproxy.tar"
 }
 
 build_function() {
   go_binary ./cmd/function "$BIN/function"
   image function-egressproxy "$BIN/function" /function -expose 9443/tcp
-  package function-egressproxy package/function "$EMPTY" \
+  package function-egressproxy "$(package_root function)" "$EMPTY" \
     --embed-runtime-image-tarball="$IMAGES/function-egressproxy.tar"
 }
 
@@ -110,13 +132,18 @@ repository_path() {
 }
 
 build_configuration() {
-  local root=package/configuration
+  local root
+  root=$(package_root configuration)
   if [ -n "$REGISTRY" ]; then
-    # dependsOn must name the registry the packages are pushed to.
-    root=$EMPTY/configuration-root
-    mkdir -p "$root"
-    cp -R package/configuration/. "$root/"
+    # dependsOn must name the registry the packages are pushed to, and at
+    # least this version of them.
+    if [ "$root" = package/configuration ]; then
+      root=$ROOTS/configuration-root
+      mkdir -p "$root"
+      cp -R package/configuration/. "$root/"
+    fi
     sed -E -i "s#^([[:space:]]*package:[[:space:]]*).*/((provider|function)-egressproxy)[[:space:]]*\$#\\1$REGISTRY/\\2#" "$root/crossplane.yaml"
+    sed -E -i "/^[[:space:]]*dependsOn:/,\$ s#^([[:space:]]*version:[[:space:]]*).*\$#\\1\">=$VERSION\"#" "$root/crossplane.yaml"
     grep -q "package: $REGISTRY/provider-egressproxy\$" "$root/crossplane.yaml" &&
       grep -q "package: $REGISTRY/function-egressproxy\$" "$root/crossplane.yaml" ||
       die "cannot point dependsOn at $REGISTRY in package/configuration/crossplane.yaml"
@@ -151,8 +178,10 @@ fi
 
 mkdir -p "$BIN" "$IMAGES" "$XPKG" "$OUT/bin/host"
 CLI=$(crossplane_cli) || die "cannot find or build the Crossplane CLI (hack/tools.sh build crossplane)"
+# EMPTY stays empty (an examples root); ROOTS holds edited package roots.
 EMPTY=$(mktemp -d)
-trap 'rm -rf "$EMPTY"' EXIT
+ROOTS=$(mktemp -d)
+trap 'rm -rf "$EMPTY" "$ROOTS"' EXIT
 MKIMAGE=$OUT/bin/host/mkimage
 go build -o "$MKIMAGE" ./hack/mkimage
 

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -49,13 +50,26 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 // plane is a kube-apiserver with Crossplane core running against it.
 type plane struct {
 	kube       client.Client
+	cfg        *rest.Config
 	kubeconfig string
 	logDir     string
+	// auditLog is the API server's audit log (JSON lines, level Metadata):
+	// who made each request, with which user agent.
+	auditLog string
 }
 
+// auditPolicy records every request's user, verb and object, no bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
 // startControlPlane starts kube-apiserver and etcd with no CRDs at all: every
-// CRD of the provider must come from its package.
-func startControlPlane(t *testing.T, dir string) (client.Client, string) {
+// CRD of the provider must come from its package. The API server writes an
+// audit log to dir/audit.log.
+func startControlPlane(t *testing.T, dir string) (client.Client, *rest.Config, string) {
 	t.Helper()
 	bin := kube.BinDir()
 	if bin == "" {
@@ -66,6 +80,14 @@ func startControlPlane(t *testing.T, dir string) (client.Client, string) {
 		t.Setenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", "90s")
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", filepath.Join(dir, "audit.log")).
+		Set("audit-log-format", "json")
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)
@@ -79,7 +101,7 @@ func startControlPlane(t *testing.T, dir string) (client.Client, string) {
 	if err := kube.WriteKubeconfig(cfg, kc); err != nil {
 		t.Fatalf("cannot write a kubeconfig: %v", err)
 	}
-	return c, kc
+	return c, cfg, kc
 }
 
 // crossplaneCRDs returns the CRD folder of the Crossplane release core was
@@ -160,42 +182,35 @@ func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, r
 	}
 	health := freePort(t)
 	args := []string{"core", "start", "--enable-webhooks=false",
-		// No kubelet here: nothing could run the packages' Deployments.
+		// No kubelet here: the harness is the runtime (runtime_test.go).
 		"--package-runtime=External",
+		// A Configuration upgrade rolls the Provider and the Function to
+		// the versions its dependsOn asks for (alpha in v2.4).
+		"--enable-dependency-version-upgrades",
 		// The registry's CA, added to the system roots for package pulls.
 		"--ca-bundle-path=" + reg.CAFile,
 		"--xpkg-cache-dir=" + cache,
 		fmt.Sprintf("--metrics-port=%d", freePort(t)), fmt.Sprintf("--health-probe-port=%d", health),
 		"--poll-interval=15s", "--debug",
 	}
-	log, err := os.Create(filepath.Join(p.logDir, "crossplane.log"))
-	if err != nil {
+	// Core calls a function at the endpoint on its FunctionRevision, a
+	// Service name (dns:///<package>.crossplane-system:<port>) as the
+	// Deployment runtime sets it and the function's certificate names. There
+	// is no cluster DNS here: core runs in a private mount namespace whose
+	// /etc/hosts maps those names to loopback, where the harness serves.
+	hosts := filepath.Join(dir, "hosts")
+	b := "127.0.0.1 localhost\n::1 localhost\n127.0.0.1 " + strings.Join(serviceDNSNames(functionName), " ") + "\n"
+	if err := os.WriteFile(hosts, []byte(b), 0o644); err != nil { //nolint:gosec // Read by core, not secret.
 		t.Fatal(err)
 	}
-	cmd := exec.Command(core, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Killed with the test binary, however it ends. Pdeathsig follows the
-	// thread that forks: keep that thread alive for the child's lifetime.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		err := cmd.Start()
-		started <- err
-		if err == nil {
-			_ = cmd.Wait()
-		}
-		_ = log.Close()
-	}()
-	if err := <-started; err != nil {
+	if out, err := exec.CommandContext(ctx, "unshare", "--mount", "true").CombinedOutput(); err != nil {
+		testenv.Missing(t, "cannot run crossplane core in a private mount namespace (unshare --mount, needs root): %v: %s", err, out)
+	}
+	wrapped := append([]string{"--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$0" /etc/hosts && exec "$@"`, hosts, core}, args...)
+	if _, err := spawn(t, filepath.Join(p.logDir, "crossplane.log"), append(os.Environ(), env...), "unshare", wrapped...); err != nil {
 		t.Fatalf("cannot start crossplane core: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		time.Sleep(500 * time.Millisecond)
-		_ = cmd.Process.Kill()
-	})
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	eventually(t, 60*time.Second, "crossplane core /readyz", func() (bool, string) {
 		rsp, err := http.Get(url) //nolint:noctx // A loopback probe.
@@ -205,6 +220,84 @@ func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, r
 		_ = rsp.Body.Close()
 		return rsp.StatusCode == http.StatusOK, rsp.Status
 	})
+}
+
+// startRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
+// beside core: it makes each ProviderRevision's ClusterRoles and binds the
+// system one to the ServiceAccount of the revision's Deployment.
+func startRBACManager(t *testing.T, p *plane, core string) {
+	t.Helper()
+	// Its metrics port is fixed at 8080 (no flag): say so if taken.
+	if l, err := net.Listen("tcp", ":8080"); err != nil {
+		testenv.Missing(t, "the RBAC manager serves metrics on :8080, which is taken: %v", err)
+	} else {
+		_ = l.Close()
+	}
+	env := append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+xpNamespace)
+	if _, err := spawn(t, filepath.Join(p.logDir, "rbac-manager.log"), env, core, "rbac", "start", "--debug"); err != nil {
+		t.Fatalf("cannot start the RBAC manager: %v", err)
+	}
+}
+
+// proc is a process the harness runs.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// spawn starts bin, logging to logFile (appended), and stops it when owner
+// ends; the process is killed with the test binary, however that ends.
+func spawn(owner *testing.T, logFile string, env []string, bin string, args ...string) (*proc, error) {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // The test's own log.
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...) //nolint:gosec // The harness's own binaries.
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = log, log
+	// Pdeathsig follows the thread that forks: keep that thread alive for
+	// the child's lifetime.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			_ = cmd.Wait()
+		}
+		_ = log.Close()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	owner.Cleanup(p.stop)
+	return p, nil
+}
+
+// stop ends the process as a kubelet ends a container: SIGTERM, then SIGKILL.
+func (p *proc) stop() {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func freePort(t *testing.T) int {

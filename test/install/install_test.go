@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
@@ -68,6 +69,14 @@ func TestInstallConfiguration(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			tail(t, filepath.Join(p.logDir, "crossplane.log"), 40)
+			// INSTALL_LOGS=dir keeps the logs of a failed run: core, RBAC
+			// manager, provider, function, and the audit log.
+			if keep := os.Getenv("INSTALL_LOGS"); keep != "" {
+				_ = os.CopyFS(keep, os.DirFS(p.logDir))
+				if b, err := os.ReadFile(p.auditLog); err == nil {
+					_ = os.WriteFile(filepath.Join(keep, "audit.log"), b, 0o600)
+				}
+			}
 		}
 	})
 	ctx := t.Context()
@@ -79,21 +88,39 @@ func TestInstallConfiguration(t *testing.T) {
 	// slow part.
 	began := time.Now()
 	pushed := make(chan error, 1)
-	go func() { pushed <- buildAndPush(ctx, cli, reg, repo, version, filepath.Join(dir, "out")) }()
+	go func() { pushed <- buildAndPush(ctx, cli, reg, repo, version, filepath.Join(dir, "out"), "") }()
 
-	p.kube, p.kubeconfig = startControlPlane(t, dir)
+	p.kube, p.cfg, p.kubeconfig = startControlPlane(t, dir)
+	p.auditLog = filepath.Join(dir, "audit.log")
 	startCrossplane(ctx, t, p, core, reg, dir)
-	// Nothing runs the provider or the function here: the harness only does
-	// what Crossplane's runtime hooks would (see runtime_test.go).
-	externalRuntime(ctx, t, p.kube, nil)
+	startRBACManager(t, p, core)
+	// The harness is the External runtime: it does what Crossplane's
+	// runtime hooks would (runtime_test.go) and, from RunPackages on, runs
+	// the packages' binaries as the Deployment runtime's pods would
+	// (workload_test.go). Until then it reports no function endpoint.
+	w := newWorkloads(t, p, dir)
+	externalRuntime(ctx, t, p.kube, w.endpoint)
 	t.Logf("control plane and Crossplane core ready in %s", time.Since(began).Round(100*time.Millisecond))
 	if err := <-pushed; err != nil {
 		t.Fatalf("make xpkg REGISTRY=%s VERSION=%s: %v", repo, version, err)
 	}
 	t.Logf("packages built and pushed to %s in %s", repo, time.Since(began).Round(100*time.Millisecond))
 
-	// The only object the harness applies.
+	// The only objects the harness applies: the activation policy a
+	// platform team applies for a safe-start provider
+	// (examples/activation), and the Configuration.
 	start := time.Now()
+	mrap, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "activation", "egressproxy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(mrap, &policy.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.kube.Create(ctx, policy); err != nil {
+		t.Fatalf("cannot apply the ManagedResourceActivationPolicy: %v", err)
+	}
 	cfg := &unstructured.Unstructured{}
 	cfg.SetGroupVersionKind(gvConfiguration)
 	cfg.SetName(configuration)
@@ -120,16 +147,61 @@ func TestInstallConfiguration(t *testing.T) {
 	t.Run("ClaimFindsInstalledFunction", func(t *testing.T) {
 		assertClaimFindsFunction(ctx, t, p.kube)
 	})
+
+	// From here on the packages run. v0.2.0 and the broken v0.3.0 build
+	// meanwhile.
+	upgrades := make(chan error, 1)
+	go func() { upgrades <- buildUpgrades(ctx, cli, reg, repo, dir) }()
+	fake := gcefake.NewTestServer(t, gcefake.WithProjects(gcpProject), gcefake.WithRequireAuth())
+	go guest(ctx, fake)
+	if !t.Run("RunPackages", func(t *testing.T) {
+		applyExtraRoles(ctx, t, p.kube)
+		runActive(ctx, t, w, dir, version, "")
+	}) {
+		return
+	}
+	if !t.Run("ProxiesFromInstalledPackages", func(t *testing.T) {
+		start := time.Now()
+		createProxies(ctx, t, p.kube, fake)
+		eventually(t, 3*time.Minute, "a Ready gcp claim and a Synced kubernetes claim", func() (bool, string) {
+			return proxiesHealthy(ctx, p.kube)
+		})
+		t.Logf("claims composed by the installed function and served by the installed provider in %s: %s",
+			time.Since(start).Round(100*time.Millisecond), strings.Join(world(ctx, t, p.kube, fake), "; "))
+	}) {
+		return
+	}
+	t.Run("ProviderIdentity", func(t *testing.T) {
+		assertProviderIdentity(ctx, t, w, w.providerRev)
+	})
+	if !t.Run("MissingPermission", func(t *testing.T) {
+		assertMissingPermission(ctx, t, w)
+	}) {
+		return
+	}
+	if err := <-upgrades; err != nil {
+		t.Fatalf("cannot build and push the upgrades: %v", err)
+	}
+	if !t.Run("Upgrade", func(t *testing.T) {
+		assertUpgrade(ctx, t, w, fake, dir)
+	}) {
+		return
+	}
+	t.Run("BrokenVersion", func(t *testing.T) {
+		assertBrokenVersion(ctx, t, w, fake)
+	})
 }
 
-// buildAndPush runs what make xpkg REGISTRY=repo VERSION=version runs.
-func buildAndPush(ctx context.Context, cli string, reg *registry.Registry, repo, version, out string) error {
+// buildAndPush runs what make xpkg REGISTRY=repo VERSION=version runs, with
+// the package overlay XPKG_OVERLAY=overlay unless empty, for the parts given
+// (default all three).
+func buildAndPush(ctx context.Context, cli string, reg *registry.Registry, repo, version, out, overlay string, parts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "xpkg.sh"))
+	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "xpkg.sh"), parts...)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "REGISTRY="+repo, "VERSION="+version, "REGISTRY_CA="+reg.CAFile,
-		"OUTPUT_DIR="+out, "CROSSPLANE="+cli)
+		"OUTPUT_DIR="+out, "CROSSPLANE="+cli, "XPKG_OVERLAY="+overlay)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%w\n%s", err, b)
 	}
@@ -279,7 +351,9 @@ func assertOwnership(ctx context.Context, t *testing.T, c client.Client) {
 				continue
 			}
 			mrds++
-			// No safe-start capability: Crossplane activates every MRD.
+			// The provider declares safe-start: Crossplane makes its MRDs
+			// inactive, and the policy of examples/activation activates
+			// them all.
 			if s, _, _ := unstructured.NestedString(mrd.Object, "spec", "state"); s != "Active" {
 				t.Errorf("MRD %s: want spec.state Active, got %q", n, s)
 			}

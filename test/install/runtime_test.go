@@ -47,12 +47,14 @@ import (
 //     which the revision's establisher waits for;
 //   - on a FunctionRevision, status.endpoint: where the runtime serves the
 //     function. The Deployment runtime sets dns:///<package>.<namespace>:9443,
-//     its Service; an external runtime sets where it runs the function, and
-//     none when it runs none (as in TestInstallConfiguration, which would
-//     otherwise make core resolve a Service name through the machine's DNS).
+//     its Service; the harness sets dns:///<package>.<namespace>:<port>,
+//     the port it serves the function on (core resolves the name to
+//     loopback through its private /etc/hosts, see startCrossplane), and
+//     none before it runs the function.
 //
-// It creates no Service, ServiceAccount or Deployment and runs no process:
-// whoever runs the provider and the function outside the cluster does that.
+// It creates no Service here. Running the binaries, with the
+// ServiceAccount and Deployment the Deployment runtime's Post hook would
+// create for a ProviderRevision, is workloads' part (workload_test.go).
 
 // externalRuntime keeps doing the runtime hooks' work until ctx is done.
 // endpoint returns a function's endpoint from its package name, "" for none;
