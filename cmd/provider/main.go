@@ -48,6 +48,8 @@ func main() {
 		leaderElection   = app.Flag("leader-election", "Use leader election for the controller manager.").Short('l').Default("false").Envar("LEADER_ELECTION").Bool()
 		syncInterval     = app.Flag("sync", "How often all resources are checked for drift from the desired state.").Short('s').Default("1h").Duration()
 		pollInterval     = app.Flag("poll", "How often each resource is checked for drift from the desired state.").Default("1m").Duration()
+		pollWatched      = app.Flag("poll-watched", "How often resources whose backend watches its instances are checked for drift; changes in between arrive through the watch. 0: --poll.").Default("10m").Duration()
+		pollJitter       = app.Flag("poll-jitter", "Moves each poll up to this much earlier or later, at most a tenth of the poll interval.").Default("1m").Duration()
 		pollStateMetric  = app.Flag("poll-state-metric", "How often the state metrics are recorded.").Default("5s").Duration()
 		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles per controller.").Default("10").Int()
 		timeout          = app.Flag("timeout", "The longest one reconcile, and every backend call in it, may take.").Default("1m").Duration()
@@ -155,6 +157,8 @@ func main() {
 		GCMinAge:         *gcMinAge,
 		HealthInterval:   *healthInterval,
 		// Not in controller.Options: crossplane-runtime has no such fields.
+		WatchedPollInterval: *pollWatched,
+		PollJitter:          *pollJitter,
 		// The tracer is the global one: a no-op unless setupTracing
 		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),

@@ -54,6 +54,7 @@ type options struct {
 	rate     int
 	timeout  time.Duration
 	keep     bool
+	profile  string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 100, "the provider's --max-reconcile-rate, and the baseline's concurrency and client QPS (5x, as the provider's)")
 	flag.DurationVar(&o.timeout, "timeout", 0, "how long one backend may take to converge; 0 means 5m + 1s per MR")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state folder and logs")
+	flag.StringVar(&o.profile, "profile", "", "folder to write the provider's CPU profiles to (<backend>-converge.pprof, <backend>-steady.pprof); empty: none")
 	flag.Parse()
 	o.backends = strings.Split(backends, ",")
 	if o.steady == 0 {

@@ -31,6 +31,7 @@ type process struct {
 	cmd        *exec.Cmd
 	logPath    string
 	metricsURL string
+	pprofURL   string
 	started    time.Time
 	done       chan struct{}
 }

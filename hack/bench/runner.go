@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -115,6 +116,8 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	}
 	defer p.stop()
 	logf("%s: provider started (pid %d); waiting for %d Synced and Ready", r.backend, p.pid(), r.o.n)
+	// While converging: the first 30 s, where a cold start spends most.
+	convProfile := r.profile(ctx, p, "converge", 30*time.Second)
 	if err := r.waitConverged(ctx, e, b.gvk(), p, res); err != nil {
 		res.note = err.Error()
 		return res, err
@@ -125,11 +128,14 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	}
 	res.converge, res.cpuConverge = conv, cpuSeconds(p.pid())
 	logf("%s: all Ready after %s; steady state for %s", r.backend, res.ready.Round(100*time.Millisecond), r.o.steady)
+	<-convProfile
+	steadyProfile := r.profile(ctx, p, "steady", r.o.steady)
 	select {
 	case <-time.After(r.o.steady):
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
+	<-steadyProfile
 	st, err := r.counts(ctx, e, b, p)
 	if err != nil {
 		return res, err
@@ -146,23 +152,66 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	return res, errors.Wrap(err, "baseline")
 }
 
+// profile writes a CPU profile of the provider over d to
+// <-profile>/<backend>-<phase>.pprof, when -profile is set. The channel is
+// closed when it is written (or failed: a profile is not worth failing the
+// run for).
+func (r *runner) profile(ctx context.Context, p *process, phase string, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if r.o.profile == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		path := filepath.Join(r.o.profile, r.backend+"-"+phase+".pprof")
+		url := fmt.Sprintf("%s?seconds=%d", p.pprofURL, int(d.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			logf("%s: no %s profile: %v", r.backend, phase, err)
+			return
+		}
+		defer resp.Body.Close()   //nolint:errcheck // Read only.
+		f, err := os.Create(path) //nolint:gosec // A path the user named.
+		if err != nil {
+			logf("%s: no %s profile: %v", r.backend, phase, err)
+			return
+		}
+		defer f.Close() //nolint:errcheck // Best effort.
+		if _, err := io.Copy(f, resp.Body); err == nil {
+			logf("%s: %s profile: %s", r.backend, phase, path)
+		}
+	}()
+	return done
+}
+
 // startProvider runs cmd/provider against the control plane.
 func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
-	metrics, health := freePort(), freePort()
+	metrics, health, pprof := freePort(), freePort(), freePort()
 	args := []string{
 		"--poll=" + r.o.poll.String(),
+		// One poll for every backend, watching or not, and no jitter: the
+		// steady window is one poll of every MR.
+		"--poll-watched=" + r.o.poll.String(),
+		"--poll-jitter=0",
 		fmt.Sprintf("--max-reconcile-rate=%d", r.o.rate),
 		"--provider-instance=" + instance,
 		// libvirt's test driver has no guest agent: Ready is running with an address.
 		"--no-kvm-serve-probe",
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprof),
 	}
 	p, err := startProcess(filepath.Join(r.dir, "provider.log"), r.providerBin, args, []string{"KUBECONFIG=" + e.kubeconfig})
 	if err != nil {
 		return nil, err
 	}
 	p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
+	p.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile", pprof)
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {

@@ -122,3 +122,14 @@ type HealthChecker interface {
 	// work, or a classified error saying what is wrong.
 	CheckHealth(ctx context.Context) error
 }
+
+// Watcher is implemented by backends that see changes to their instances as
+// they happen (the kubernetes backend watches the target cluster), so that
+// the controller reconciles a changed or damaged instance at once rather
+// than at its next poll, and the poll can be long.
+type Watcher interface {
+	// Watch makes fn be called with the ownership of every instance one of
+	// whose parts changed or was deleted; a later call replaces fn. fn must
+	// not block.
+	Watch(fn func(Ownership))
+}

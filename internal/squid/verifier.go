@@ -68,8 +68,11 @@ func NewVerifier(o ...VerifierOption) *Verifier {
 	return v
 }
 
-// defaultVerifier serves HtpasswdMatches and Htpasswd. It holds no state a
-// caller can observe other than time: every answer is what bcrypt would say.
+// defaultVerifier serves the package functions HtpasswdMatches and Htpasswd,
+// for callers that own no Verifier (the gce and libvirt backends, for now).
+// A backend should own one (the kubernetes backend does), so that its memory
+// goes with the provider config it serves. It holds no state a caller can
+// observe other than time: every answer is what bcrypt would say.
 var defaultVerifier = NewVerifier()
 
 // Htpasswd is Htpasswd that also remembers the new file accepts password, so

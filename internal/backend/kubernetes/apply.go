@@ -79,16 +79,25 @@ func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
 	}
 	own := d.Ownership
 	user, pw := d.Credentials.Username, d.Credentials.Password
+	var cached reader
+	if b.watch != nil {
+		cached = b.watch
+	}
 	steps := []func() error{
-		func() error { return ensure(ctx, b.kube, own, configMapPart(o.configMap)) },
-		func() error { return ensure(ctx, b.kube, own, secretPart(o.secret, user, pw)) },
-		func() error { return ensure(ctx, b.kube, own, deploymentPart(o.deployment)) },
-		func() error { return ensure(ctx, b.kube, own, servicePart(o.service)) },
+		func() error { return ensure(ctx, b.kube, cached, own, configMapPart(o.configMap)) },
+		func() error { return ensure(ctx, b.kube, cached, own, secretPart(b.verifier, o.secret, user, pw)) },
+		func() error { return ensure(ctx, b.kube, cached, own, deploymentPart(o.deployment)) },
+		func() error { return ensure(ctx, b.kube, cached, own, servicePart(o.service)) },
 		func() error {
 			if o.pdb == nil {
+				if cached != nil && kerrors.IsNotFound(cached.Get(ctx, client.ObjectKey{Namespace: d.Params.Namespace, Name: d.Name}, &policyv1.PodDisruptionBudget{})) {
+					// None of ours (the cache holds all of ours): nothing
+					// to delete. A stale miss shows in the next Observe.
+					return nil
+				}
 				return b.deleteOwned(ctx, &policyv1.PodDisruptionBudget{}, own, pdbCall(d.Params.Namespace, d.Name))
 			}
-			return ensure(ctx, b.kube, own, pdbPart(o.pdb))
+			return ensure(ctx, b.kube, cached, own, pdbPart(o.pdb))
 		},
 	}
 	for _, step := range steps {
@@ -101,27 +110,44 @@ func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
 
 // htpasswd returns the htpasswd file of the instance: the stored one when it
 // still accepts the credentials, so its salt and the Secret stay unchanged,
-// else a new one.
+// else a new one. A stale cache costs at most a hash that ensure then finds
+// it need not write.
 func (b *Backend) htpasswd(ctx context.Context, d backend.Desired[Params]) ([]byte, error) {
 	s := &corev1.Secret{}
-	err := b.kube.Get(ctx, client.ObjectKey{Namespace: d.Params.Namespace, Name: d.Name}, s)
+	err := b.reads.Get(ctx, client.ObjectKey{Namespace: d.Params.Namespace, Name: d.Name}, s)
 	if err != nil && !kerrors.IsNotFound(err) {
 		return nil, classify(err, call{verb: verbGet, kind: kindSecret, resource: resSecrets, namespace: d.Params.Namespace, name: d.Name})
 	}
-	if err == nil && squid.HtpasswdMatches(s.Data[keyHtpasswd], d.Credentials.Username, d.Credentials.Password) {
+	if err == nil && b.verifier.HtpasswdMatches(s.Data[keyHtpasswd], d.Credentials.Username, d.Credentials.Password) {
 		return s.Data[keyHtpasswd], nil
 	}
-	h, err := squid.Htpasswd(d.Credentials.Username, d.Credentials.Password)
+	h, err := b.verifier.Htpasswd(d.Credentials.Username, d.Credentials.Password)
 	// The squid error names the rule broken, never the password.
 	return h, backend.Permanent(errors.Wrap(err, errHtpasswd))
 }
 
 // ensure creates p.want, or adopts and corrects the object of its name.
-func ensure[T client.Object](ctx context.Context, k kube, own backend.Ownership, p part[T]) error {
+// With a watch cache, an object the cache holds as wanted needs no read, and
+// a miss is believed (Create finds out otherwise); anything else is read
+// again from the API server, whose resource version an Update needs.
+func ensure[T client.Object](ctx context.Context, k kube, cached reader, own backend.Ownership, p part[T]) error {
 	c := call{kind: p.kind, resource: p.resource, namespace: p.want.GetNamespace(), name: p.want.GetName()}
 	key := client.ObjectKeyFromObject(p.want)
 	got := p.empty()
-	err := k.Get(ctx, key, got)
+	var err error
+	if cached != nil {
+		err = cached.Get(ctx, key, got)
+		switch {
+		case err == nil && ownedBy(got, own, p.kind) == nil && len(p.diff(p.want, got)) == 0:
+			return nil
+		case kerrors.IsNotFound(err):
+		default:
+			got = p.empty()
+			err = k.Get(ctx, key, got)
+		}
+	} else {
+		err = k.Get(ctx, key, got)
+	}
 	if kerrors.IsNotFound(err) {
 		c.verb = verbCreate
 		err = k.Create(ctx, p.want.DeepCopyObject().(T)) //nolint:forcetypeassert // DeepCopyObject returns the type it copies.
@@ -180,11 +206,11 @@ func configMapPart(want *corev1.ConfigMap) part[*corev1.ConfigMap] {
 	}
 }
 
-func secretPart(want *corev1.Secret, user, password string) part[*corev1.Secret] {
+func secretPart(v *squid.Verifier, want *corev1.Secret, user, password string) part[*corev1.Secret] {
 	return part[*corev1.Secret]{
 		kind: kindSecret, resource: resSecrets, want: want,
 		empty: func() *corev1.Secret { return &corev1.Secret{} },
-		diff:  func(want, got *corev1.Secret) []string { return diffSecret(want, got, user, password) },
+		diff:  func(want, got *corev1.Secret) []string { return diffSecret(v, want, got, user, password) },
 		merge: func(want, got *corev1.Secret) {
 			mergeLabels(want, got)
 			got.Data = want.Data

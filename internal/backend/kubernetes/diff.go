@@ -72,10 +72,10 @@ func diffConfigMap(want, got *corev1.ConfigMap) []string {
 
 // diffSecret compares the htpasswd by what it accepts, not byte for byte: a
 // new hash of the same password has another salt.
-func diffSecret(want, got *corev1.Secret, user, password string) []string {
+func diffSecret(v *squid.Verifier, want, got *corev1.Secret, user, password string) []string {
 	var d differences
 	d.labels(kindSecret, want.Labels, got.Labels)
-	if !squid.HtpasswdMatches(got.Data[keyHtpasswd], user, password) {
+	if !v.HtpasswdMatches(got.Data[keyHtpasswd], user, password) {
 		d.add("%s %s does not accept the current credentials", kindSecret, keyHtpasswd)
 	}
 	return d

@@ -204,7 +204,7 @@ func TestDiffSecret(t *testing.T) {
 			want := mustBuild(t, desired()).secret
 			got := want.DeepCopy()
 			got.Data = map[string][]byte{keyHtpasswd: tc.data}
-			if diff := cmp.Diff(tc.want, diffSecret(want, got, testUser, tc.password)); diff != "" {
+			if diff := cmp.Diff(tc.want, diffSecret(squid.NewVerifier(), want, got, testUser, tc.password)); diff != "" {
 				t.Errorf("%s\ndiffSecret(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -21,6 +21,14 @@ SPDX-License-Identifier: Apache-2.0
 // IPs). Delete without a namespace (garbage collection) lists every kind
 // across namespaces.
 //
+// A backend of NewForConfig reads what Observe needs from a watch cache
+// (watch.go): informers, one per kind, on the objects labelled
+// egressproxy.io/managed-by=provider-egressproxy (and on every node), so a
+// steady-state poll reads nothing from the API server, and a change to an
+// instance's object is reported at once (backend.Watcher). They need, cluster
+// wide, list and watch on those kinds, pods and nodes; a kind whose list or
+// watch is refused is read from the API server instead, as before.
+//
 // The package follows CAPG: service.go holds the small client interface,
 // build.go pure builders of the desired objects, diff.go pure comparison of
 // the fields the backend owns, and the other files the service code.

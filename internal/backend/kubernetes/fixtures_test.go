@@ -127,3 +127,5 @@ func serverDefaulted(dep *appsv1.Deployment) *appsv1.Deployment {
 	s.Volumes = append(s.Volumes, corev1.Volume{Name: "injected"})
 	return dep
 }
+
+var _ backend.Watcher = &Backend{}

@@ -36,11 +36,14 @@ import (
 func TestMain(m *testing.M) { os.Exit(kubeenv.Main(m)) }
 
 // realCluster returns a backend on a shared kube-apiserver, the client the
-// test plays the cluster with, and a fresh namespace.
+// test plays the cluster with, and a fresh namespace. The backend reads from
+// the API server: these tests change the cluster and observe at once, which
+// a watch cache would show a moment later (watch_integration_test.go tests
+// the cache).
 func realCluster(t *testing.T) (*Backend, client.Client, string) {
 	t.Helper()
 	env := kubeenv.Shared(t)
-	b, err := NewForConfig(env.Config)
+	b, err := NewForConfig(env.Config, WithoutWatchCache())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +318,7 @@ func TestIntegrationForbidden(t *testing.T) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "no-rights"}
 	b, err := NewForConfig(cfg)
 	step(t, "NewForConfig", err)
+	t.Cleanup(func() { _ = b.Close() })
 	err = b.Create(t.Context(), desired(inNamespace(ns)))
 	want := "may not get secrets in namespace " + ns
 	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), want) {

@@ -23,6 +23,7 @@ import (
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 const (
@@ -79,7 +80,7 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if err != nil {
 		return o, err
 	}
-	diffs := compare(want, l, d)
+	diffs := compare(b.verifier, want, l, d)
 	if err := b.policy.allow(d); err != nil {
 		// Not an error: Observe must still find the instance, so that the
 		// resource can be deleted. Update then refuses with the reason.
@@ -125,19 +126,19 @@ func (b *Backend) read(ctx context.Context, ns, name string) (live, error) {
 	}
 	var l live
 	var err error
-	if l.deployment, err = optional(ctx, b.kube, key, &appsv1.Deployment{}, c(kindDeployment, resDeployments)); err != nil {
+	if l.deployment, err = optional(ctx, b.reads, key, &appsv1.Deployment{}, c(kindDeployment, resDeployments)); err != nil {
 		return live{}, err
 	}
-	if l.configMap, err = optional(ctx, b.kube, key, &corev1.ConfigMap{}, c(kindConfigMap, resConfigMaps)); err != nil {
+	if l.configMap, err = optional(ctx, b.reads, key, &corev1.ConfigMap{}, c(kindConfigMap, resConfigMaps)); err != nil {
 		return live{}, err
 	}
-	if l.secret, err = optional(ctx, b.kube, key, &corev1.Secret{}, c(kindSecret, resSecrets)); err != nil {
+	if l.secret, err = optional(ctx, b.reads, key, &corev1.Secret{}, c(kindSecret, resSecrets)); err != nil {
 		return live{}, err
 	}
-	if l.service, err = optional(ctx, b.kube, key, &corev1.Service{}, c(kindService, resServices)); err != nil {
+	if l.service, err = optional(ctx, b.reads, key, &corev1.Service{}, c(kindService, resServices)); err != nil {
 		return live{}, err
 	}
-	l.pdb, err = optional(ctx, b.kube, key, &policyv1.PodDisruptionBudget{}, c(kindPDB, resPDBs))
+	l.pdb, err = optional(ctx, b.reads, key, &policyv1.PodDisruptionBudget{}, c(kindPDB, resPDBs))
 	return l, err
 }
 
@@ -209,7 +210,7 @@ func joinKinds(kinds []string) string {
 }
 
 // optional gets obj, or returns nil when it does not exist.
-func optional[T client.Object](ctx context.Context, k kube, key client.ObjectKey, obj T, c call) (T, error) {
+func optional[T client.Object](ctx context.Context, k reader, key client.ObjectKey, obj T, c call) (T, error) {
 	var none T
 	err := k.Get(ctx, key, obj)
 	if kerrors.IsNotFound(err) {
@@ -223,7 +224,7 @@ func optional[T client.Object](ctx context.Context, k kube, key client.ObjectKey
 
 // compare returns how the live instance differs from the desired one. A part
 // of another owner is a difference, which Update then reports as an error.
-func compare(want objects, l live, d backend.Desired[Params]) []string {
+func compare(v *squid.Verifier, want objects, l live, d backend.Desired[Params]) []string {
 	var out differences
 	owned := func(o client.Object, kind string) bool {
 		if backend.OwnedBy(backend.KubernetesLabelKeys, o.GetLabels(), d.Ownership) {
@@ -243,7 +244,7 @@ func compare(want objects, l live, d backend.Desired[Params]) []string {
 	case l.secret == nil:
 		out.add(errFmtMissing, kindSecret)
 	case owned(l.secret, kindSecret):
-		out = append(out, diffSecret(want.secret, l.secret, d.Credentials.Username, d.Credentials.Password)...)
+		out = append(out, diffSecret(v, want.secret, l.secret, d.Credentials.Username, d.Credentials.Password)...)
 	}
 	switch {
 	case l.service == nil:

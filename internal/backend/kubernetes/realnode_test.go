@@ -64,6 +64,7 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 	step(t, "create ServiceAccount", env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}))
 	b, err := NewForConfig(env.Config)
 	step(t, "NewForConfig", err)
+	t.Cleanup(func() { _ = b.Close() })
 
 	origin := serveOrigin(t, n)
 	d := desired(inNamespace(ns), withReplicas(1), withImage(images.Squid), func(d *backend.Desired[Params]) {

@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 func TestUpdateKeepsSecret(t *testing.T) {
@@ -85,4 +88,67 @@ func BenchmarkObserve(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestObserveBcrypt shows the backend's own Verifier at work: a steady-state
+// Observe costs no bcrypt comparison, a rotated password is compared (and
+// found stale) at the next Observe, and one backend's memory is not
+// another's.
+func TestObserveBcrypt(t *testing.T) {
+	type want struct {
+		Comparisons int
+		UpToDate    bool
+	}
+	cases := map[string]struct {
+		reason  string
+		observe []desiredMod
+		polls   int
+		fresh   bool
+		want    want
+	}{
+		"Unchanged": {
+			reason: "Create remembers the file it wrote: ten polls compare nothing.",
+			polls:  10,
+			want:   want{Comparisons: 0, UpToDate: true},
+		},
+		"Rotated": {
+			reason:  "A rotated password is a new pair: compared once, at the first poll, and remembered.",
+			observe: []desiredMod{withPassword("rotated")},
+			polls:   10,
+			want:    want{Comparisons: 1, UpToDate: false},
+		},
+		"OtherBackend": {
+			reason: "A backend built anew (a changed provider config) remembers nothing: one comparison.",
+			polls:  10,
+			fresh:  true,
+			want:   want{Comparisons: 1, UpToDate: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got want
+			count := func(hash, password []byte) error {
+				got.Comparisons++
+				return bcrypt.CompareHashAndPassword(hash, password)
+			}
+			c := fakeCluster(t)
+			b := New(c, WithVerifier(squid.NewVerifier(squid.WithCompare(count))))
+			if err := b.Create(t.Context(), desired()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.fresh {
+				b = New(c, WithVerifier(squid.NewVerifier(squid.WithCompare(count))))
+			}
+			for range tc.polls {
+				o, err := b.Observe(t.Context(), desired(tc.observe...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.UpToDate = o.UpToDate
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // IDScheme is the scheme of the IDs of Kubernetes instances:
@@ -53,6 +54,23 @@ type Backend struct {
 	kube    kube
 	cluster string
 	policy  *Policy
+	// verifier remembers which htpasswd files accept which credentials,
+	// so a steady-state Observe costs no bcrypt (~60 ms) and a rotated
+	// password is still noticed at once. One per backend: its memory goes
+	// with the provider config it serves.
+	verifier *squid.Verifier
+	// reads serves the reads of Observe: kube, or a watch cache.
+	reads reader
+	// watch is the watch cache of NewForConfig; nil without one.
+	watch *watchCache
+	// noWatch turns the watch cache of NewForConfig off.
+	noWatch bool
+}
+
+// reader is the part of kube that Observe reads with.
+type reader interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 }
 
 // Option configures a Backend.
@@ -64,19 +82,34 @@ func WithClusterID(id string) Option {
 	return func(b *Backend) { b.cluster = id }
 }
 
+// WithoutWatchCache makes NewForConfig read everything from the API server,
+// as New does.
+func WithoutWatchCache() Option {
+	return func(b *Backend) { b.noWatch = true }
+}
+
+// WithVerifier sets the Verifier of htpasswd files, e.g. one shared by the
+// backends of a test. By default each Backend has its own.
+func WithVerifier(v *squid.Verifier) Option {
+	return func(b *Backend) { b.verifier = v }
+}
+
 // New returns a Backend that manages objects through c. c must know the
 // core/v1, apps/v1 and policy/v1 types (see NewScheme).
 func New(c client.Client, o ...Option) *Backend {
-	b := &Backend{kube: c, cluster: "cluster"}
+	b := &Backend{kube: c, cluster: "cluster", verifier: squid.NewVerifier()}
 	for _, fn := range o {
 		fn(b)
 	}
+	b.reads = b.kube
 	return b
 }
 
 // NewForConfig returns a Backend for the cluster cfg reaches, whose cluster
 // ID is ClusterID(cfg.Host) unless an option sets another. It makes no call:
-// an unreachable cluster shows up in the first Observe.
+// an unreachable cluster shows up in the first Observe. Unless
+// WithoutWatchCache, Observe reads through informers started by the first
+// Observe (see watchCache), and Close stops them.
 func NewForConfig(cfg *rest.Config, o ...Option) (*Backend, error) {
 	s, err := NewScheme()
 	if err != nil {
@@ -86,7 +119,31 @@ func NewForConfig(cfg *rest.Config, o ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errClient))
 	}
-	return New(c, append([]Option{WithClusterID(ClusterID(cfg.Host))}, o...)...), nil
+	b := New(c, append([]Option{WithClusterID(ClusterID(cfg.Host))}, o...)...)
+	if !b.noWatch {
+		b.watch = newWatchCache(cfg, s, b.kube)
+		b.kube = recording{kube: b.kube, w: b.watch}
+		b.reads = b.watch
+	}
+	return b, nil
+}
+
+// Close stops the watch cache, if any. The provider closes a backend when
+// it builds another for a changed provider config.
+func (b *Backend) Close() error {
+	if b.watch == nil {
+		return nil
+	}
+	return b.watch.Close()
+}
+
+// Watch makes fn be called with the ownership of every instance one of
+// whose parts changed or was deleted in the cluster, as the watch cache
+// sees it; a later call replaces fn. Without a watch cache it does nothing.
+func (b *Backend) Watch(fn func(backend.Ownership)) {
+	if b.watch != nil {
+		b.watch.setNotify(fn)
+	}
 }
 
 // NewScheme returns a scheme with the types the backend manages.

@@ -35,6 +35,7 @@ type Connector[M resource.ModernManaged, P, O any] struct {
 	newConfigs  func() (pc, cpc client.Object)
 	newBackend  BackendFactory[P, O]
 	opts        Options
+	changes     *Changes
 }
 
 // ConnectorConfig is what a Connector needs.
@@ -64,8 +65,13 @@ func NewConnector[M resource.ModernManaged, P, O any](c ConnectorConfig[M, P, O]
 		newConfigs:  c.NewConfigs,
 		newBackend:  c.NewBackend,
 		opts:        o,
+		changes:     NewChanges(o.ProviderInstance),
 	}
 }
+
+// Changes are the changes the connector's watching backends report; Setup
+// makes them a source of the controller.
+func (c *Connector[M, P, O]) Changes() *Changes { return c.changes }
 
 // Connect returns an external client for mg.
 func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedExternalClient[M], error) {
@@ -80,6 +86,11 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	b, err := c.newBackend(ctx, c.kube, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if w, ok := b.(backend.Watcher); ok {
+		// Cheap, and the backend may be new (a changed provider config).
+		w.Watch(c.changes.Notify)
+		c.changes.watched.Store(true)
 	}
 	i := c.opts.Instrumentation
 	if i == nil {

@@ -7,16 +7,20 @@ SPDX-License-Identifier: Apache-2.0
 package proxy
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -47,6 +51,43 @@ type Options struct {
 	// HealthInterval is how often the backend of every provider config is
 	// checked; zero turns health checks off.
 	HealthInterval time.Duration
+
+	// WatchedPollInterval replaces PollInterval for resources whose backend
+	// watches its instances (backend.Watcher): changes arrive through the
+	// watch, and the poll only backs it up. Zero keeps PollInterval. A
+	// resource's own poll-interval annotation wins over both.
+	WatchedPollInterval time.Duration
+
+	// PollJitter moves each poll up to this much earlier or later, at most
+	// a tenth of the poll interval, so resources created together do not
+	// poll together forever.
+	PollJitter time.Duration
+}
+
+// maxJitterFraction caps the jitter at a tenth of the poll interval, so a
+// jitter meant for a long poll does not make a short one erratic.
+const maxJitterFraction = 10
+
+// pollHook returns the poll interval of a resource: the watched interval
+// once watched says the backend watches, and the jitter.
+func pollHook(o Options, watched func() bool) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		if _, own := meta.GetPollInterval(mg); !own && o.WatchedPollInterval > 0 && watched() {
+			poll = o.WatchedPollInterval
+		}
+		j := min(o.PollJitter, poll/maxJitterFraction)
+		if j <= 0 {
+			return poll
+		}
+		return poll + time.Duration((rand.Float64()*2-1)*float64(j)) //nolint:gosec // Jitter needs no secure randomness.
+	}
+}
+
+const errFmtNoList = "cannot list resources of kind %s: the scheme does not know it"
+
+// watching is a connector whose backends may report changes.
+type watching interface {
+	Changes() *Changes
 }
 
 // Setup registers the managed reconciler of one proxy kind, served by c.
@@ -71,11 +112,34 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	if o.MetricOptions != nil && o.MetricOptions.MRMetrics != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), opts...)
-	return ctrl.NewControllerManagedBy(mgr).
+	watched := func() bool { return false }
+	w, watches := c.(watching)
+	if watches {
+		watched = w.Changes().Watched
+	}
+	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
+	// quietManager: a poll that changes nothing writes nothing.
+	r := managed.NewReconciler(quietManager{Manager: mgr}, resource.ManagedKind(gvk), opts...)
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
 		WithEventFilter(resource.DesiredStateChanged()).
-		For(obj).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+		For(obj)
+	if watches {
+		// A backend that watches its instances has a changed one
+		// reconciled at once; the poll only backs the watch up.
+		s := mgr.GetScheme()
+		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+		if !s.Recognizes(listGVK) {
+			return errors.Errorf(errFmtNoList, listGVK)
+		}
+		w.Changes().resolveWith(mgr.GetClient(),
+			func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
+			func() client.ObjectList {
+				l, _ := s.New(listGVK)
+				return l.(client.ObjectList) //nolint:forcetypeassert // The scheme recognizes it.
+			})
+		b = b.WatchesRawSource(w.Changes().Source())
+	}
+	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
