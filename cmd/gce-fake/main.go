@@ -1,9 +1,15 @@
 // Command gce-fake serves the fake Compute Engine API of internal/gcefake
 // for a local dev environment or an end-to-end run. It prints the URL it
 // serves on, one line on stdout, and runs until SIGINT or SIGTERM. Faults
-// are injected over HTTP under /_fake/ (see internal/gcefake/admin.go). The
-// fake runs no VM: with --simulate-guests (the default) it reports for every
-// proxy VM's guest that squid serves, which a GCPProxy's Ready waits for.
+// are injected over HTTP under /_fake/ (see internal/gcefake/admin.go).
+//
+// A GCPProxy is Ready once its VM's guest reports that squid serves. With
+// --guest-libvirt-uri every RUNNING instance gets a real guest: a VM of the
+// guest image on that (private) libvirtd, which runs the instance's
+// user-data and startup-script and reports through the fake's metadata
+// server (see internal/gcefake/guestvm). Without it the fake runs no VM,
+// and --simulate-guests (the default) reports for every proxy VM's guest
+// that squid serves.
 //
 //	gce-fake --address 127.0.0.1:8089 --project my-project
 //	curl -X POST $URL/_fake/faults/storm -d '{"for":"30s"}'
@@ -24,6 +30,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/guestvm"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 )
 
@@ -31,6 +38,8 @@ const (
 	errFlags = "cannot parse flags"
 	errStart = "cannot start the GCE fake"
 	errPrint = "cannot print the URL"
+	errGuest = "cannot run real guests"
+	errBoth  = "--simulate-guests and --guest-libvirt-uri exclude each other"
 )
 
 func main() {
@@ -54,10 +63,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	requireAuth := fs.Bool("require-auth", false, "require a bearer token from POST /token (keys from POST /_fake/keys)")
 	strict := fs.Bool("strict-address-delete", false, "refuse to delete IN_USE addresses")
 	guests := fs.Bool("simulate-guests", true, "stand in for every proxy VM's guest: report (guest attribute "+gce.GuestAttributePath+") that squid serves the configuration in its metadata; off, tests report through /_fake/ or a real guest")
+	var vm guestvm.Config
+	fs.StringVar(&vm.URI, "guest-libvirt-uri", "", "run a real guest for every RUNNING instance on this libvirtd (qemu+unix:///system?socket=...); turns --simulate-guests off")
+	fs.StringVar(&vm.NetNS, "guest-netns", "", "with --guest-libvirt-uri: the network namespace (path) of the guests' libvirt network")
+	fs.StringVar(&vm.Network, "guest-network", "default", "with --guest-libvirt-uri: the libvirt NAT network of the guests")
+	fs.StringVar(&vm.Dir, "guest-dir", "", "with --guest-libvirt-uri: the folder for the guests' disks, seeds and console logs (QEMU reads it)")
+	fs.StringVar(&vm.Image, "guest-image", "", "with --guest-libvirt-uri: the guest image (hack/guest-image.sh path)")
+	fs.UintVar(&vm.MemoryMiB, "guest-memory", 512, "with --guest-libvirt-uri: MiB of memory of each guest")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
 		return errors.Wrap(err, errFlags)
+	}
+	if vm.URI != "" {
+		simulate := false
+		fs.Visit(func(f *flag.Flag) { simulate = simulate || (f.Name == "simulate-guests" && *guests) })
+		if simulate {
+			return errors.New(errBoth)
+		}
+		*guests = false
 	}
 	opts := []gcefake.Option{
 		gcefake.WithAddress(*address),
@@ -80,10 +104,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		s.Close()
 		return errors.Wrap(err, errPrint)
 	}
-	if *guests {
+	var done chan struct{}
+	switch {
+	case vm.URI != "":
+		vm.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "gce-fake: "+format+"\n", args...) }
+		r, err := guestvm.Start(s, vm)
+		if err != nil {
+			s.Close()
+			return errors.Wrap(err, errGuest)
+		}
+		done = make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+	case *guests:
 		go proxyguest.Run(ctx, s, proxyguest.DefaultEvery)
 	}
 	<-ctx.Done()
+	if done != nil {
+		<-done // the guests are gone
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return s.Shutdown(shutdown)

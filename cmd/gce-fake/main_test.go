@@ -55,3 +55,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Error("run with an unknown flag: want an error")
 	}
 }
+
+func TestRunRejectsSimulatedAndRealGuests(t *testing.T) {
+	args := []string{"--simulate-guests", "--guest-libvirt-uri", "qemu+unix:///system?socket=/nonexistent"}
+	if err := run(context.Background(), args, io.Discard); err == nil || !strings.Contains(err.Error(), errBoth) {
+		t.Errorf("run %v: want %q, got %v", args, errBoth, err)
+	}
+}

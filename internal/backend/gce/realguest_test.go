@@ -7,7 +7,6 @@ SPDX-License-Identifier: Apache-2.0
 package gce
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,12 +24,12 @@ import (
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
-	"github.com/kdomanski/iso9660"
 	"k8s.io/utils/ptr"
 	"libvirt.org/go/libvirtxml"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/guestvm"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 )
@@ -43,7 +42,9 @@ import (
 //   - The guest agent, which on GCE fetches startup-script from the metadata
 //     server and runs it at every boot: the NoCloud seed carries the
 //     backend's user-data as user-data, and a vendor-data script that
-//     installs the startup-script with a unit running it at every boot.
+//     installs the startup-script with a unit running it at every boot
+//     (package guestvm's, which gives the GCE fake's instances real guests
+//     in the e2e too).
 //   - The metadata server: the fake's MetadataServer for this instance,
 //     listening on 169.254.169.254:80 on the libvirt bridge inside the
 //     sandbox's network namespace (never the host's), with
@@ -59,38 +60,9 @@ const (
 	// DomainCreate to the guest reporting that squid serves: 3m36s with a
 	// load average of 10, about a minute less on a quiet machine.
 	guestBootBudget = 6 * time.Minute
-	metadataAddr    = "169.254.169.254"
+	metadataAddr    = guestvm.MetadataAddr
 	originBody      = "served by the origin\n"
 )
-
-// vendorData stands in for Compute Engine's guest agent; format arguments:
-// the metadata server's address and the startup-script, base64-encoded.
-const vendorData = `#!/bin/sh
-# The test's stand-in for Compute Engine: the metadata server's name, and a
-# unit that runs the instance's startup-script at every boot, as root, as
-# the guest agent does.
-set -eu
-echo '%s metadata.google.internal metadata' >>/etc/hosts
-mkdir -p /var/lib/gce-stand-in
-echo '%s' | base64 -d >/var/lib/gce-stand-in/startup-script
-cat >/etc/systemd/system/gce-startup-script.service <<'EOF'
-[Unit]
-Description=The instance's startup-script (stands in for the GCE guest agent)
-Wants=network-online.target
-After=network-online.target cloud-final.service
-
-[Service]
-Type=oneshot
-ExecStart=/bin/bash /var/lib/gce-stand-in/startup-script
-StandardOutput=journal+console
-
-[Install]
-WantedBy=multi-user.target
-EOF
-systemctl daemon-reload
-systemctl enable gce-startup-script.service
-systemctl start --no-block gce-startup-script.service
-`
 
 func TestRealGuestStartupScript(t *testing.T) {
 	image := guestimage.Path(t)
@@ -144,11 +116,19 @@ func TestRealGuestStartupScript(t *testing.T) {
 	disk := filepath.Join(p.PoolPath, "gce-guest.qcow2")
 	copyFile(t, image, disk)
 	seed := filepath.Join(p.PoolPath, "gce-seed.iso")
-	writeSeed(t, seed, testName, metadataValue(inst, MetadataUserData), fmt.Sprintf(vendorData, metadataAddr,
-		base64.StdEncoding.EncodeToString([]byte(metadataValue(inst, MetadataStartupScript)))))
+	iso, err := guestvm.Seed(testName, metadataValue(inst, MetadataUserData), guestvm.VendorData(metadataValue(inst, MetadataStartupScript)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seed, iso, 0o644); err != nil { //nolint:gosec // QEMU reads it.
+		t.Fatal(err)
+	}
 	console := filepath.Join(p.PoolPath, "gce-console.log")
 	d.RemoveDomainOnCleanup(t, testName)
-	x, err := guestDomain(testName, disk, seed, console, p.Network.Name).Marshal()
+	x, err := guestvm.Domain(guestvm.Machine{
+		Name: testName, Disk: disk, Seed: seed, Console: console,
+		Network: p.Network.Name, MemoryMiB: guestimage.RecommendedMemoryMiB,
+	}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,83 +243,6 @@ func rebootGuest(ctx context.Context, t *testing.T, l *golibvirt.Libvirt, dom go
 	}
 	if err := l.DomainCreate(dom); err != nil {
 		t.Fatalf("DomainCreate: %v", err)
-	}
-}
-
-// guestDomain is a TCG q35 VM with BIOS that boots the disk, reads the seed
-// from a read-only virtio disk (the cloud kernel has no SATA/AHCI driver),
-// and has the guest agent's channel and a serial console logged to a file.
-func guestDomain(name, disk, seed, console, network string) *libvirtxml.Domain {
-	file := func(path, format, target string, ro bool) libvirtxml.DomainDisk {
-		d := libvirtxml.DomainDisk{
-			Device: "disk",
-			Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: format},
-			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}},
-			Target: &libvirtxml.DomainDiskTarget{Dev: target, Bus: "virtio"},
-		}
-		if ro {
-			d.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
-		}
-		return d
-	}
-	return &libvirtxml.Domain{
-		Type:   "qemu",
-		Name:   name,
-		Memory: &libvirtxml.DomainMemory{Value: guestimage.RecommendedMemoryMiB, Unit: "MiB"},
-		// Two TCG threads get the guest a fairer share of a busy host.
-		VCPU: &libvirtxml.DomainVCPU{Value: 2},
-		OS: &libvirtxml.DomainOS{
-			Type:        &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "q35", Type: "hvm"},
-			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}},
-		},
-		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
-		OnPoweroff: "destroy",
-		OnReboot:   "restart",
-		Devices: &libvirtxml.DomainDeviceList{
-			Disks: []libvirtxml.DomainDisk{file(disk, "qcow2", "vda", false), file(seed, "raw", "vdb", true)},
-			Interfaces: []libvirtxml.DomainInterface{{
-				Source: &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: network}},
-				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
-			}},
-			Channels: []libvirtxml.DomainChannel{{
-				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
-				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: "org.qemu.guest_agent.0"}},
-			}},
-			Serials: []libvirtxml.DomainSerial{{
-				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: console}},
-				Target: &libvirtxml.DomainSerialTarget{Port: ptr.To[uint](0)},
-			}},
-			RNGs: []libvirtxml.DomainRNG{{
-				Model:   "virtio",
-				Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
-			}},
-		},
-	}
-}
-
-// writeSeed writes a NoCloud seed ISO (label cidata).
-func writeSeed(t *testing.T, path, name, userData, vendor string) {
-	t.Helper()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup() //nolint:errcheck // A temporary directory.
-	for f, data := range map[string]string{
-		"meta-data":   "instance-id: " + name + "\nlocal-hostname: " + name + "\n",
-		"user-data":   userData,
-		"vendor-data": vendor,
-	} {
-		if err := w.AddFile(strings.NewReader(data), f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := w.WriteTo(&buf, "cidata"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil { //nolint:gosec // QEMU reads it.
-		t.Fatal(err)
 	}
 }
 
