@@ -4,8 +4,12 @@
 #   provider-egressproxy-$VERSION.xpkg       Provider, embedding the provider image
 #   function-egressproxy-$VERSION.xpkg       Function, embedding the function image
 #   configuration-egressproxy-$VERSION.xpkg  Configuration: the XRD and Compositions
+#   configuration-egressproxy-namespaced-$VERSION.xpkg
+#                                            Configuration: the namespaced XRD
+#                                            (Crossplane v2) and its Compositions
 #
-#   hack/xpkg.sh [provider] [function] [configuration]    (default: all three)
+#   hack/xpkg.sh [provider] [function] [configuration] [configuration-namespaced]
+#                                            (default: all four)
 #   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
 #
 # With REGISTRY set, the Configuration's dependsOn names the Provider and the
@@ -131,22 +135,23 @@ repository_path() {
   esac
 }
 
-build_configuration() {
-  local root
-  root=$(package_root configuration)
+# configuration_package PART EXAMPLES builds the Configuration in package/PART.
+configuration_package() {
+  local part=$1 examples=$2 root
+  root=$(package_root "$part")
   if [ -n "$REGISTRY" ]; then
     # dependsOn must name the registry the packages are pushed to, and at
     # least this version of them.
-    if [ "$root" = package/configuration ]; then
-      root=$ROOTS/configuration-root
+    if [ "$root" = "package/$part" ]; then
+      root=$ROOTS/$part-root
       mkdir -p "$root"
-      cp -R package/configuration/. "$root/"
+      cp -R "package/$part/." "$root/"
     fi
     sed -E -i "s#^([[:space:]]*package:[[:space:]]*).*/((provider|function)-egressproxy)[[:space:]]*\$#\\1$REGISTRY/\\2#" "$root/crossplane.yaml"
     sed -E -i "/^[[:space:]]*dependsOn:/,\$ s#^([[:space:]]*version:[[:space:]]*).*\$#\\1\">=$VERSION\"#" "$root/crossplane.yaml"
     grep -q "package: $REGISTRY/provider-egressproxy\$" "$root/crossplane.yaml" &&
       grep -q "package: $REGISTRY/function-egressproxy\$" "$root/crossplane.yaml" ||
-      die "cannot point dependsOn at $REGISTRY in package/configuration/crossplane.yaml"
+      die "cannot point dependsOn at $REGISTRY in package/$part/crossplane.yaml"
     local repo fn
     repo=$(repository_path "$REGISTRY")
     fn=$(to_dns_label "${repo:+$repo/}function-egressproxy")
@@ -154,7 +159,21 @@ build_configuration() {
       log "WARNING: Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a Composition's functionRef.name differs: those Compositions will not compose"
     fi
   fi
-  package configuration-egressproxy "$root" "$ROOT/examples/composition"
+  package "$(pkg_name "$part")" "$root" "$ROOT/$examples"
+}
+
+build_configuration() { configuration_package configuration examples/composition; }
+
+# The namespaced XR API: a second Configuration, so that a platform team
+# installs the claim API, the namespaced one, or both.
+build_configuration-namespaced() { configuration_package configuration-namespaced examples/namespaced; }
+
+# pkg_name PART prints the package name of PART.
+pkg_name() {
+  case "$1" in
+    configuration-namespaced) echo configuration-egressproxy-namespaced ;;
+    *) echo "$1-egressproxy" ;;
+  esac
 }
 
 # push_args NAME prints xpkgpush's FILE=REF for NAME: $REGISTRY/NAME:$VERSION.
@@ -163,11 +182,11 @@ push_args() {
 }
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(provider function configuration)
+[ ${#parts[@]} -gt 0 ] || parts=(provider function configuration configuration-namespaced)
 for p in "${parts[@]}"; do
   case "$p" in
-    provider|function|configuration) ;;
-    *) die "unknown part $p: choose from provider, function, configuration" ;;
+    provider|function|configuration|configuration-namespaced) ;;
+    *) die "unknown part $p: choose from provider, function, configuration, configuration-namespaced" ;;
   esac
 done
 
@@ -192,7 +211,7 @@ ls -l "$XPKG" >&2
 if [ -n "$REGISTRY" ]; then
   go build -o "$OUT/bin/host/xpkgpush" ./hack/xpkgpush
   args=()
-  for p in "${parts[@]}"; do args+=("$(push_args "$p-egressproxy")"); done
+  for p in "${parts[@]}"; do args+=("$(push_args "$(pkg_name "$p")")"); done
   log "pushing to $REGISTRY"
   "$OUT/bin/host/xpkgpush" ${REGISTRY_CA:+-ca-file "$REGISTRY_CA"} "${args[@]}"
 fi

@@ -33,6 +33,27 @@ const (
 	errFmtClaimResource = "cannot read spec.resourceRef of claim %s/%s"
 )
 
+// namespaceOf returns the namespace the proxy is composed in, and false
+// while the function waits for Crossplane to fetch the XR's claim.
+//
+// A namespaced XR (Crossplane v2) has no claim: its own metadata.namespace,
+// which the API server sets from where the XR was created, is the namespace,
+// and Crossplane composes a namespaced XR's resources only there. A
+// cluster-scoped XR has no namespace of its own, so the namespace is that of
+// the claim proven to be the XR's (see claimNamespace). Neither comes from a
+// label or a field the XR's author writes.
+func namespaceOf(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *composite.Unstructured) (string, bool, error) {
+	if ns := xr.GetNamespace(); ns != "" {
+		return ns, true, nil
+	}
+	ref, err := claimOf(xr)
+	if err != nil {
+		return "", false, err
+	}
+	ref.require(rsp)
+	return claimNamespace(req, xr, ref)
+}
+
 // A claimRef is the XR's spec.claimRef, which Crossplane sets on an XR it
 // creates for a claim.
 type claimRef struct {

@@ -67,15 +67,21 @@ func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, [
 	mr := composed.New()
 	mr.SetGroupVersionKind(b.gvk)
 	// Crossplane names the managed resource; a LegacyCluster XR does not
-	// choose its namespace, so the function does.
+	// choose its namespace, so the function does. A namespaced XR's is its
+	// own, which Crossplane would enforce anyway.
 	mr.SetNamespace(p.namespace)
 	mr.Object["spec"] = spec
 	return mr, append(warnings, w...), nil
 }
 
 // connectionSecretName names the managed resource's connection Secret in the
-// claim's namespace. The XR's name is unique in the cluster, and unlike the
+// claim's or namespaced XR's namespace: the one a namespaced XR names, else
+// one named after the XR. An XR's name is unique in the cluster (a
+// namespaced XR's in its namespace, which is the Secret's), and unlike the
 // managed resource's it is known before the first composition.
 func connectionSecretName(p proxy) string {
+	if p.connectionSecret != "" {
+		return p.connectionSecret
+	}
 	return p.xrName + "-proxy-connection"
 }

@@ -5,9 +5,11 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Package function is function-egressproxy, the composition function that
-// turns an EgressProxy claim into exactly one managed resource of the backend
-// its Composition names, and reports the proxy's endpoint, egress IP and
-// connection details back on the claim.
+// turns an EgressProxy into exactly one managed resource of the backend its
+// Composition names, and reports the proxy's endpoint, egress IP and
+// connection details back. It serves both shapes of the API: a claim's
+// cluster-scoped XR (apiextensions.crossplane.io/v1, LegacyCluster) and a
+// namespaced XR (apiextensions.crossplane.io/v2, Namespaced).
 package function
 
 import (
@@ -77,20 +79,14 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log := f.log.WithValues("xr", oxr.Resource.GetName(), "backend", in.Backend)
 
-	ref, err := claimOf(oxr.Resource)
+	ns, known, err := namespaceOf(req, rsp, oxr.Resource)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	ref.require(rsp)
-	ns, fetched, err := claimNamespace(req, oxr.Resource, ref)
-	if err != nil {
-		response.Fatal(rsp, err)
-		return rsp, nil
-	}
-	if !fetched {
+	if !known {
 		// Crossplane fetches the claim and calls the function again.
-		log.Debug("Requiring the claim", "claim", ref.Namespace+"/"+ref.Name)
+		log.Debug("Requiring the claim")
 		return rsp, nil
 	}
 

@@ -20,24 +20,41 @@ const (
 
 // A proxy is what a claim asks for, read from its XR.
 type proxy struct {
-	// xrName is the name of the XR; it is unique in the cluster and names
-	// what the function composes that Crossplane does not name itself.
+	// xrName is the name of the XR; it is unique in the cluster (a
+	// namespaced XR's in its namespace) and names what the function
+	// composes that Crossplane does not name itself.
 	xrName string
 
-	// namespace of the claim, where the managed resource goes. A
-	// LegacyCluster XR does not put what it composes in any namespace, but
-	// the managed resources are namespaced. It comes from the claim proven
-	// to be the XR's (see claimNamespace), never from the XR's
-	// crossplane.io/claim-namespace label: anyone who may create an XR may
-	// set that label, and the namespace decides which namespace's Secrets
-	// and ProviderConfigs the managed resource uses and where its
-	// connection Secret goes.
+	// namespace of the claim, or of the namespaced XR itself, where the
+	// managed resource goes. A LegacyCluster XR does not put what it
+	// composes in any namespace, but the managed resources are namespaced.
+	// It comes from the claim proven to be the XR's (see claimNamespace)
+	// or from the namespaced XR's metadata (see namespaceOf), never from
+	// the XR's crossplane.io/claim-namespace label: anyone who may create
+	// an XR may set that label, and the namespace decides which
+	// namespace's Secrets and ProviderConfigs the managed resource uses
+	// and where its connection Secret goes.
 	namespace string
+
+	// connectionSecret names the managed resource's connection Secret in
+	// namespace; empty for the default name (see connectionSecretName).
+	connectionSecret string
 
 	spec proxySpec
 }
 
-// proxySpec mirrors the XR's spec in the XRD (package/configuration/xrd.yaml).
+// A namespacedSpec is what a namespaced XR has beside the proxySpec: it
+// names its connection Secret itself, as a claim does. A cluster-scoped XR's
+// spec.writeConnectionSecretToRef is Crossplane's, in its own namespace, and
+// is never read.
+type namespacedSpec struct {
+	WriteConnectionSecretToRef *struct {
+		Name string `json:"name"`
+	} `json:"writeConnectionSecretToRef,omitempty"`
+}
+
+// proxySpec mirrors the XR's spec in the XRDs (package/configuration/xrd.yaml
+// and package/configuration-namespaced/xrd.yaml).
 type proxySpec struct {
 	Port                 *int32                               `json:"port,omitempty"`
 	AllowedClientCIDRs   []string                             `json:"allowedClientCIDRs,omitempty"`
@@ -48,7 +65,7 @@ type proxySpec struct {
 	Size                 string                               `json:"size,omitempty"`
 }
 
-// proxyFrom reads what the claim in namespace asks for from its XR, and
+// proxyFrom reads what the claim or namespaced XR asks for from the XR, and
 // rejects an XR the function cannot compose a proxy for.
 func proxyFrom(xr *composite.Unstructured, namespace string) (proxy, error) {
 	p := proxy{xrName: xr.GetName(), namespace: namespace}
@@ -57,6 +74,19 @@ func proxyFrom(xr *composite.Unstructured, namespace string) (proxy, error) {
 	}
 	if len(p.spec.AllowedClientCIDRs) == 0 {
 		return p, errors.Errorf(errFmtNoClientCIDRs, xr.GetKind(), xr.GetName())
+	}
+	if xr.GetNamespace() == "" {
+		return p, nil
+	}
+	// Crossplane publishes no connection details of a namespaced XR, so the
+	// managed resource, in the XR's namespace, writes the Secret the XR
+	// asks for. Only a name: its namespace is the managed resource's.
+	ns := namespacedSpec{}
+	if err := xr.GetValueInto("spec", &ns); err != nil {
+		return p, errors.Wrap(err, errGetXRSpec)
+	}
+	if r := ns.WriteConnectionSecretToRef; r != nil {
+		p.connectionSecret = r.Name
 	}
 	return p, nil
 }

@@ -32,17 +32,21 @@ func TestValidate(t *testing.T) {
 	// The example Secret is left out: validate knows no core schemas, and
 	// --error-on-missing-schemas must catch a claim or MR without a schema.
 	claims, _ := filepath.Glob(repoPath("examples", "composition", "claim-*.yaml"))
+	nsXRs, _ := filepath.Glob(repoPath("examples", "namespaced", "egressproxy-*.yaml"))
 	rendered := renderedObjects(t, dir)
 	compositions, _ := filepath.Glob(repoPath("package", "configuration", "composition-*.yaml"))
+	nsCompositions, _ := filepath.Glob(repoPath("package", "configuration-namespaced", "composition-*.yaml"))
 
 	extensions := strings.Join([]string{
 		repoPath("package", "provider", "crds"),
 		repoPath("package", "configuration", "xrd.yaml"),
+		repoPath("package", "configuration-namespaced", "xrd.yaml"),
 		repoPath("package", "function", "input"),
 	}, ",")
 	// validate checks the function input of each Composition's pipeline
 	// steps too, against the input CRD.
 	resources := append(append(append(claims, rendered), compositions...), repoPath("package", "configuration", "xrd.yaml"))
+	resources = append(append(append(resources, nsXRs...), nsCompositions...), repoPath("package", "configuration-namespaced", "xrd.yaml"))
 
 	stdout, stderr, err := runCLI(t, cli, "beta", "validate", extensions, strings.Join(resources, ","),
 		"--cache-dir="+cache, "--crossplane-image="+image, "--error-on-missing-schemas")

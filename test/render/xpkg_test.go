@@ -42,6 +42,8 @@ func TestXpkg(t *testing.T) {
 		"function-egressproxy": {Entrypoint: []string{"/function"}, Kinds: []string{"CustomResourceDefinition", "Function"}},
 		"configuration-egressproxy": {Kinds: []string{
 			"CompositeResourceDefinition", "Composition", "Composition", "Composition", "Configuration"}},
+		"configuration-egressproxy-namespaced": {Kinds: []string{
+			"CompositeResourceDefinition", "Composition", "Composition", "Composition", "Configuration"}},
 		// The provider's CRDs change with its API: only check that the
 		// package holds nothing else.
 		"provider-egressproxy": {Entrypoint: []string{"/provider"}, Kinds: []string{"Provider"}},
@@ -50,7 +52,7 @@ func TestXpkg(t *testing.T) {
 	// while the provider does not compile.
 	parts := strings.Fields(os.Getenv("XPKG_PARTS"))
 	if len(parts) == 0 {
-		parts = []string{"function", "configuration"}
+		parts = []string{"function", "configuration", "configuration-namespaced"}
 		if main, _ := filepath.Glob(repoPath("cmd", "provider", "*.go")); len(main) > 0 {
 			parts = append(parts, "provider")
 		} else {
@@ -58,7 +60,11 @@ func TestXpkg(t *testing.T) {
 		}
 	}
 	for name := range want {
-		if !slices.Contains(parts, strings.TrimSuffix(name, "-egressproxy")) {
+		part := strings.TrimSuffix(name, "-egressproxy")
+		if name == "configuration-egressproxy-namespaced" {
+			part = "configuration-namespaced"
+		}
+		if !slices.Contains(parts, part) {
 			delete(want, name)
 		}
 	}

@@ -82,13 +82,18 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 	return c.ApplyYAML(ctx, filepath.Base(path), b)
 }
 
-// ConfigurationFiles are the XRD and Compositions of package/configuration:
-// every YAML file but the package's meta file crossplane.yaml.
+// ConfigurationFiles are the XRDs and Compositions of package/configuration
+// (the claim API) and package/configuration-namespaced (the namespaced XR
+// API): every YAML file but the packages' meta files crossplane.yaml.
 func ConfigurationFiles() ([]string, error) {
-	dir := filepath.Join(testenv.RepoRoot(), "package", "configuration")
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, errors.Wrapf(err, errFmtGlobFiles, dir)
+	var files []string
+	for _, pkg := range []string{"configuration", "configuration-namespaced"} {
+		dir := filepath.Join(testenv.RepoRoot(), "package", pkg)
+		f, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return nil, errors.Wrapf(err, errFmtGlobFiles, dir)
+		}
+		files = append(files, f...)
 	}
 	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "crossplane.yaml" })
 	// The XRD first, so the Compositions' type exists when they arrive.
@@ -105,14 +110,15 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// applyConfiguration applies the XRD and Compositions and waits until the
-// XRD serves its composite and claim.
+// applyConfiguration applies the XRDs and Compositions and waits until each
+// XRD serves its composite, and its claim if it offers one.
 func (c *Cluster) applyConfiguration(ctx context.Context) error {
 	files, err := ConfigurationFiles()
 	if err != nil {
 		return err
 	}
-	var xrds []string
+	// The XRDs to wait for, and whether each offers a claim.
+	xrds := map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f) //nolint:gosec // Files of this repository.
 		if err != nil {
@@ -124,7 +130,8 @@ func (c *Cluster) applyConfiguration(ctx context.Context) error {
 		}
 		for _, o := range objs {
 			if o.GetKind() == "CompositeResourceDefinition" {
-				xrds = append(xrds, o.GetName())
+				_, claims, _ := unstructured.NestedMap(o.Object, "spec", "claimNames")
+				xrds[o.GetName()] = claims
 			}
 		}
 		if err := Apply(ctx, c.Client, objs...); err != nil {
@@ -132,14 +139,14 @@ func (c *Cluster) applyConfiguration(ctx context.Context) error {
 		}
 	}
 	return c.waitFor(ctx, nil, 60*time.Second, errXRDOffered, func(ctx context.Context) (bool, error) {
-		for _, name := range xrds {
+		for name, claims := range xrds {
 			xrd := &unstructured.Unstructured{}
 			xrd.SetAPIVersion("apiextensions.crossplane.io/v1")
 			xrd.SetKind("CompositeResourceDefinition")
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, xrd); err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
-			if !HasCondition(xrd, "Established", "True") || !HasCondition(xrd, "Offered", "True") {
+			if !HasCondition(xrd, "Established", "True") || (claims && !HasCondition(xrd, "Offered", "True")) {
 				return false, nil
 			}
 		}
