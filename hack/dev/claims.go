@@ -55,6 +55,11 @@ func applyExamples(ctx context.Context, c *cluster.Cluster, p *printer, ns strin
 			if err != nil {
 				return err
 			}
+			for _, o := range objs {
+				if o.GroupVersionKind() == cluster.ClaimGVK() {
+					allowTraffic(c, cluster.Backend(b), o)
+				}
+			}
 			if err := cluster.Apply(ctx, c.Client, objs...); err != nil {
 				return errors.Wrapf(err, errFmtExample, f)
 			}

@@ -8,8 +8,8 @@ SPDX-License-Identifier: Apache-2.0
 // control plane (internal/testenv/cluster) with the provider, the function,
 // the XRD and Compositions, then the example claims of every backend that
 // can run here, in namespace team-a. It waits until they are Ready, prints
-// crossplane beta trace of each and the keys of its connection Secret,
-// and runs until Ctrl-C.
+// crossplane beta trace of each and the keys of its connection Secret, sends
+// one request through each proxy (traffic.go), and runs until Ctrl-C.
 package main
 
 import (
@@ -102,6 +102,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	report(ctx, c, o.namespace, claims)
+	proxiedRequests(ctx, c, o.namespace, claims)
 	p.timings(c.Timings)
 	fmt.Printf(`
 [dev] Everything is running (%s since start).

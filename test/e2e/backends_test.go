@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 // msgNotBuiltIn is part of the message of a managed resource whose backend
@@ -40,6 +41,19 @@ type backendCase struct {
 	// cannotBeReady says why a proxy of this backend cannot become Ready
 	// here, or "": the specs that need a Ready proxy are then skipped.
 	cannotBeReady func() string
+	// readyTimeout bounds a proxy's way to Ready; the suite's readyTimeout
+	// when zero. A real guest boots for a while under TCG.
+	readyTimeout time.Duration
+	// traffic sends real requests through the proxy; nil skips the
+	// "serves traffic" specs (a hook for backends that cannot yet).
+	traffic *trafficCase
+}
+
+func (bc backendCase) timeout() time.Duration {
+	if bc.readyTimeout != 0 {
+		return bc.readyTimeout
+	}
+	return readyTimeout
 }
 
 // A failureCase makes a backend fail for one claim.
@@ -66,12 +80,19 @@ func describeBackend(bc backendCase) bool {
 			skipUnless(bc.backend)
 			ensureNamespace(ctx, r.ns)
 			r.claim = newClaim(r.ns, r.name, map[string]string{LabelBackend: string(bc.backend)})
+			// One claim serves the traffic specs too: a KVM proxy boots a
+			// real guest for each (re)configuration.
+			r.traffic = setUpTraffic(ctx, bc, r.claim)
 			DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, r.claim) })
 		})
 		It("turns a claim in team-a into an XR and a managed resource in team-a, all Ready", r.becomesReady)
 		It("shows the endpoint and egress IP on the claim, as the managed resource reports them", r.showsStatus)
 		It("writes endpoint, port, username, password and url to the claim's connection Secret", r.writesSecret)
-		It("carries a change of the claim's allowlist through to the backend", r.changesAllowlist)
+		It("serves traffic through the connection Secret's URL: allowed host over HTTP and CONNECT 200, other host 403, "+
+			"no or wrong credentials 407, client outside allowedClientCIDRs and private destination refused", r.servesTraffic)
+		It("carries a change of the claim's allowlist (and of its credentials Secret) through to the backend", r.changesAllowlist)
+		It("serves traffic after the allowlist change: the new host works, the removed one is refused", r.servesChangedAllowlist)
+		It("serves traffic after the password rotation: the new password works, the old one stops", r.servesRotatedPassword)
 		It("removes the XR, the managed resource and everything on the backend when the claim is deleted", r.deletes)
 		It(fmt.Sprintf("explains a failing backend (%s) on the claim and in crossplane beta trace", bc.failure.what), func(ctx SpecContext) {
 			r.wiredOrSkip()
@@ -92,6 +113,8 @@ type backendRun struct {
 	notWired string
 	// ready is set once the claim was Ready: the later specs need that.
 	ready bool
+	// traffic is set when the claim's traffic can be checked here.
+	traffic *trafficRun
 }
 
 func (r *backendRun) wiredOrSkip() {
@@ -118,7 +141,9 @@ func (r *backendRun) afterReady() {
 
 func (r *backendRun) becomesReady(ctx SpecContext) {
 	r.readyOrSkip()
-	timed(string(r.bc.backend)+": claim created -> Ready", func() {
+	// With a real data plane (a real guest, a real node) Ready means squid
+	// serves: this phase is the backend's boot-to-Ready time.
+	timed(string(r.bc.backend)+": claim created -> Ready (boot to Ready)", func() {
 		Expect(env.c.Client.Create(ctx, r.claim)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			r.last = composedOf(ctx, g, r.claim)
@@ -133,7 +158,7 @@ func (r *backendRun) becomesReady(ctx SpecContext) {
 			c := get(ctx, g, cluster.ClaimGVK(), r.ns, r.name)
 			g.Expect(cond(c, "Ready")).To(HavePrefix("True"), "claim")
 			g.Expect(cond(c, "Synced")).To(HavePrefix("True"), "claim")
-		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+		}).WithTimeout(r.bc.timeout()).WithPolling(poll).Should(Succeed())
 	})
 	r.wiredOrSkip()
 	r.ready = true
@@ -181,19 +206,27 @@ func (r *backendRun) changesAllowlist(ctx SpecContext) {
 	timed(string(r.bc.backend)+": allowlist change -> new configChecksum", func() {
 		c := get(ctx, Default, cluster.ClaimGVK(), r.ns, r.name)
 		p := client.MergeFrom(c.DeepCopy())
-		dests := []string{"api.example.com", ".example.org", "downloads.example.net"}
+		dests, added := []string{"api.example.com", ".example.org", "downloads.example.net"}, "downloads.example.net"
+		if r.traffic != nil {
+			// Remove the allowed origin, allow the other one, and rotate
+			// the password with it.
+			added = traffic.OtherOrigin + "/32"
+			dests = []string{added, r.traffic.tc.privateOrigin() + "/32"}
+			r.rotatePassword(ctx)
+		}
 		Expect(unstructured.SetNestedStringSlice(c.Object, dests, "spec", "allowedDestinations")).To(Succeed())
 		Expect(env.c.Client.Patch(ctx, c, p)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			r.last = composedOf(ctx, g, r.claim)
 			got, _, _ := unstructured.NestedStringSlice(r.last.mr.Object, "spec", "forProvider", "allowedDestinations")
-			g.Expect(got).To(ContainElement("downloads.example.net"), "the managed resource has the new allowlist")
+			g.Expect(got).To(ContainElement(added), "the managed resource has the new allowlist")
 			g.Expect(str(r.last.mr, "status", "atProvider", "configChecksum")).NotTo(Or(BeEmpty(), Equal(before)), "the backend runs the new configuration")
 			g.Expect(cond(r.last.mr, "Ready")).To(HavePrefix("True"))
 			// readyTimeout: a backend that replaces its instance on a change
 			// (gcp) waits out crossplane-runtime's 30 s creation grace
-			// period and its backoff before it creates the new one.
-		}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+			// period and its backoff before it creates the new one; kvm
+			// boots a new guest.
+		}).WithTimeout(r.bc.timeout()).WithPolling(poll).Should(Succeed())
 	})
 }
 

@@ -24,6 +24,9 @@ var _ = describeBackend(backendCase{
 	// ephemeral ones from 198.51.100.0/24.
 	egressIP:    MatchRegexp(`^(203\.0\.113|198\.51\.100)\.[0-9]+$`),
 	backendGone: gcpGone,
+	// A real guest boots for each instance (gcp_traffic_test.go).
+	readyTimeout: gcpReadyTimeout,
+	traffic:      gcpTraffic,
 	failure: failureCase{
 		what: "the project's instance quota is exhausted",
 		setup: func(ctx context.Context) map[string]string {

@@ -8,9 +8,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
-	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best dot-imported.
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best dot-imported.
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -19,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 // brokenNamespace is where the broken kubernetes Composition puts proxies:
@@ -28,9 +32,21 @@ const brokenNamespace = "no-such-namespace"
 
 var _ = describeBackend(backendCase{
 	backend: cluster.BackendKubernetes,
-	// The proxy pods run on the fake nodes, whose ExternalIPs are egress IPs.
+	// The proxy pods run on the real node (or, where it cannot run, on
+	// kwok's fake nodes), whose ExternalIPs are egress IPs.
 	egressIP:    MatchRegexp(`^203\.0\.113\.1[0-9]$`),
 	backendGone: kubernetesGone,
+	traffic: &trafficCase{
+		unavailable:   func() string { return env.c.NoRealNode },
+		netns:         func() string { return env.c.Node.NetNS },
+		clientCIDR:    func() string { return node.PodSubnet },
+		privateOrigin: func() string { return node.BridgeIP },
+		composition:   applyTrafficKubernetesComposition,
+		resolve: func(ctx context.Context, hp string) (string, error) {
+			return traffic.ServiceResolver(env.c.Client)(ctx, hp)
+		},
+		readyTimeout: readyTimeout,
+	},
 	failure: failureCase{
 		what:    "its target namespace is not allowed by the ProviderConfig",
 		setup:   applyBrokenKubernetesComposition,
@@ -100,4 +116,48 @@ func deleteBrokenKubernetesComposition(ctx context.Context) {
 	objs, err := cluster.Decode("broken composition", []byte(brokenKubernetesComposition))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+}
+
+// trafficKubernetesComposition is the shipped kubernetes Composition with the
+// real node's squid image and without the guardrails that forbid private
+// destinations, so that a claim can allow one and see squid refuse it
+// (denyPrivateDestinations).
+const trafficKubernetesComposition = `
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: xegressproxies-kubernetes-e2e-traffic
+  labels:
+    egressproxy.io/e2e: kubernetes-traffic
+spec:
+  compositeTypeRef:
+    apiVersion: egressproxy.io/v1alpha1
+    kind: XEgressProxy
+  writeConnectionSecretsToNamespace: crossplane-system
+  mode: Pipeline
+  pipeline:
+  - step: compose-proxy
+    functionRef:
+      name: egressproxy-function-egressproxy
+    input:
+      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
+      kind: Input
+      backend: kubernetes
+      providerConfigRef:
+        kind: ClusterProviderConfig
+        name: default
+      kubernetes:
+        namespace: ` + cluster.ProxyNamespace + `
+        image: %s
+`
+
+func applyTrafficKubernetesComposition(ctx context.Context) map[string]string {
+	y := fmt.Sprintf(trafficKubernetesComposition, env.c.SquidImage)
+	Expect(env.c.ApplyYAML(ctx, "traffic composition", []byte(y))).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		objs, err := cluster.Decode("traffic composition", []byte(y))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+	})
+	return map[string]string{labelE2E: "kubernetes-traffic"}
 }

@@ -10,9 +10,11 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
-	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best dot-imported.
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best dot-imported.
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,11 +27,23 @@ var _ = describeBackend(backendCase{
 	// A VM on the sandbox's NAT network (libvirtd.DefaultSubnet).
 	egressIP:    MatchRegexp(`^192\.168\.150\.[0-9]+$`),
 	backendGone: kvmGone,
-	cannotBeReady: func() string {
-		if env.c.KVMNetworkBoot {
+	// The VM boots the real guest image under TCG; the provider's serve
+	// probe makes it Ready once squid serves (about 30-40 s after boot on
+	// an idle machine, minutes on a busy one). Each configuration change
+	// boots a new guest.
+	readyTimeout: kvmReadyTimeout,
+	traffic: &trafficCase{
+		unavailable: func() string {
+			if env.c.Libvirt == nil {
+				return "no private libvirtd runs here"
+			}
 			return ""
-		}
-		return "the provider has no --kvm-boot-devices flag: a VM on the sandbox's blank base image gets no DHCP lease, so it is never Ready, unless it boots from the network first"
+		},
+		netns:         func() string { return env.c.Libvirt.NetNS },
+		composition:   applyTrafficKVMComposition,
+		clientCIDR:    func() string { return env.c.Libvirt.Prepared.Subnet.String() },
+		privateOrigin: func() string { return env.c.Libvirt.Prepared.Gateway.String() },
+		readyTimeout:  kvmReadyTimeout,
 	},
 	failure: failureCase{
 		what:    "its base image volume is missing",
@@ -38,6 +52,9 @@ var _ = describeBackend(backendCase{
 		message: ContainSubstring("no-such-image.qcow2"),
 	},
 })
+
+// kvmReadyTimeout bounds one real guest's boot until squid serves.
+const kvmReadyTimeout = 6 * time.Minute
 
 // kvmGone asserts that the private libvirtd has no domain and no volume of
 // the deleted proxy, whose libvirt name is the last part of its instance ID.
@@ -110,4 +127,15 @@ func deleteMissingImageComposition(ctx context.Context) {
 	objs, err := cluster.Decode("composition", []byte(missingImageComposition))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+}
+
+// applyTrafficKVMComposition applies the sandbox's kvm Composition without
+// guardrails, so that a claim can allow a private destination and see squid
+// refuse it (denyPrivateDestinations).
+func applyTrafficKVMComposition(ctx context.Context) map[string]string {
+	labels := map[string]string{labelE2E: "kvm-traffic"}
+	comp := cluster.KVMSandboxComposition("xegressproxies-kvm-e2e-traffic", labels)
+	Expect(cluster.Apply(ctx, env.c.Client, comp)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, comp))).To(Succeed()) })
+	return labels
 }

@@ -215,14 +215,17 @@ func (b *Backend) volumes(ctx context.Context, pool, name string) (uint64, []str
 	return capacity, missing, nil
 }
 
-// address finds the VM's IPv4 address for its MAC: from the network's DHCP
-// leases, else from the guest agent. On a bridge only the agent knows it.
-// libvirt errors (no agent, 86) only mean "no address yet".
+// address finds the VM's IPv4 address for its MAC: from the guest agent,
+// else from the network's DHCP leases. The agent first: a replaced VM keeps
+// its name and MAC but its DHCP client ID is new, so the network's leases
+// still list the old VM's address, first, until they expire. On a bridge
+// only the agent knows it. libvirt errors (no agent, 86) only mean "no
+// address yet".
 func (b *Backend) address(ctx context.Context, di domainInfo, mac string, bridged bool) (string, string, error) {
-	sources := []golibvirt.DomainInterfaceAddressesSource{golibvirt.DomainInterfaceAddressesSrcLease, golibvirt.DomainInterfaceAddressesSrcAgent}
+	sources := []golibvirt.DomainInterfaceAddressesSource{golibvirt.DomainInterfaceAddressesSrcAgent, golibvirt.DomainInterfaceAddressesSrcLease}
 	msg := msgWaitLease
 	if bridged {
-		sources, msg = sources[1:], msgWaitAgent
+		sources, msg = sources[:1], msgWaitAgent
 	}
 	for _, src := range sources {
 		ifaces, err := b.svc.DomainInterfaceAddresses(ctx, di.Dom, src)

@@ -169,6 +169,14 @@ func TestObserve(t *testing.T) {
 			d:      d,
 			want:   want{o: observation(d)},
 		},
+		"AgentBeforeStaleLease": {
+			reason: "A replaced VM's MAC still has the old VM's lease: the guest agent's address is the VM's.",
+			fake: append(healthyVolumes(d), running(),
+				withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.99"),
+				withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcAgent, mac, "192.168.150.10")),
+			d:    d,
+			want: want{o: observation(d)},
+		},
 		"LeaseOfAnotherMAC": {
 			reason: "A stale lease of another MAC is not the VM's address.",
 			fake:   append(healthyVolumes(d), running(), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, "52:54:00:00:00:01", "192.168.150.99")),

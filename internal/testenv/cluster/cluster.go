@@ -7,10 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 // Package cluster brings up a local Crossplane control plane that behaves
 // like a real cluster, from binaries hack/tools.sh builds: kube-apiserver and
 // etcd (envtest), kube-controller-manager (garbage collection, Deployments),
-// kwok (fake nodes with ExternalIP addresses whose kubelets it plays),
-// Crossplane core, the composition function, the provider, the XRD and
-// Compositions, and the backends' ProviderConfigs and test doubles (the GCE
-// fake, a private libvirtd). The end-to-end suite and make dev share it.
+// a real node (package node: kubelet, containerd, the squid image; kwok's
+// fake nodes where it cannot run), Crossplane core, the composition
+// function, the provider, the XRD and Compositions, and the backends'
+// ProviderConfigs and test doubles (the GCE fake, a private libvirtd that
+// boots the real guest image). The end-to-end suite and make dev share it.
 //
 // Every process it starts is stopped by PID when the Cluster stops, and a
 // watchdog kills them if the process that started them dies first.
@@ -18,7 +19,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 )
 
 const (
@@ -52,10 +53,11 @@ type Options struct {
 	// Dir holds state, binaries and logs (Dir/logs). When empty Start uses
 	// a temporary folder that Stop removes.
 	Dir string
-	// Nodes is the number of fake nodes, 2 when zero.
+	// Nodes is the number of fake nodes, 2 when zero. Start runs a real
+	// node instead where it can.
 	Nodes int
 	// Backends are the backends whose test doubles and ProviderConfigs to
-	// set up besides kubernetes, which needs none but this control plane.
+	// set up besides those always set up (doubles.go).
 	Backends []Backend
 	// Debug runs Crossplane, the function and the provider with debug logs.
 	Debug bool
@@ -94,10 +96,13 @@ type Cluster struct {
 	GCE *GCE
 	// Libvirt is the private libvirtd, when the kvm backend was set up.
 	Libvirt *Libvirt
-	// KVMNetworkBoot is whether the provider boots KVM proxies from the
-	// network first, which a VM on the sandbox's blank image needs to get
-	// an address and become Ready.
-	KVMNetworkBoot bool
+	// Node is the real node KubernetesProxy pods run on, with package
+	// traffic's addresses in its network namespace; nil where it cannot
+	// run, and NoRealNode says why (kwok's fake nodes run instead).
+	Node       *node.Node
+	NoRealNode string
+	// SquidImage is the squid image the real node has (no registry).
+	SquidImage string
 	// ProviderMetricsURL serves the provider's Prometheus metrics.
 	ProviderMetricsURL string
 	// Unavailable are the backends asked for whose test doubles cannot run
@@ -181,7 +186,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	steps := []step{
 		{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
-		{name: fmt.Sprintf("kwok and %d fake nodes", c.opts.Nodes), log: "kwok.log", fn: c.startNodes},
+		// KubernetesProxy pods run squid on the real node; kwok's fake
+		// nodes stand in only where a real node cannot run.
+		{name: "a real node (or kwok's fake nodes)", fn: c.startAnyNodes},
 		{name: "scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
 		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
 		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
@@ -192,18 +199,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		{name: "composition function", log: "function.log", fn: c.startFunction},
 		{name: "provider", log: "provider.log", fn: c.startProvider},
 		{name: "XRD and Compositions", log: "crossplane.log", fn: c.applyConfiguration},
-		{name: "kubernetes backend ProviderConfig", log: "provider.log", fn: c.setupKubernetesBackend},
 	}
-	for _, b := range c.opts.Backends {
-		switch b {
-		case BackendGCP:
-			steps = append(steps, step{name: "GCE fake and gcp ProviderConfig", log: "gce-fake.log", fn: c.setupGCP})
-		case BackendKVM:
-			// A first run installs libvirt and QEMU with apt.
-			steps = append(steps, step{name: "private libvirtd and kvm ProviderConfig", fn: c.optional(BackendKVM, c.setupKVM), timeout: 12 * time.Minute})
-		case BackendKubernetes:
-		}
-	}
+	steps = append(steps, c.backendSteps()...)
 	for _, s := range steps {
 		if s.timeout == 0 {
 			s.timeout = defaultTimeout

@@ -10,10 +10,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 // The gcp backend's setup: the GCE fake stands in for Compute Engine.
@@ -39,12 +46,32 @@ const (
 	errAdminCall   = "cannot call the GCE fake's admin endpoint"
 	errGCPKey      = "cannot get a service account key from the GCE fake"
 	errGCPKeyStore = "cannot store the GCE fake's service account key"
+	errFmtGuests   = "cannot set up the GCE fake's libvirt sandbox: %s"
 )
 
 // GCE is a running GCE fake.
 type GCE struct {
 	// URL is the Compute Engine endpoint, as ProviderConfig spec.endpoint.
 	URL string
+	// Guests is where the fake runs a real guest for every RUNNING
+	// instance (package guestvm), or nil: NoGuests then says why, and the
+	// fake simulates the guests' reports instead.
+	Guests   *GCEGuests
+	NoGuests string
+}
+
+// GCEGuests is the GCE fake's own private libvirtd: the guests of its
+// instances run there, apart from the kvm backend's sandbox, as GCE's VMs
+// are apart from a platform team's hosts.
+type GCEGuests struct {
+	Daemon   *libvirtd.Daemon
+	Prepared libvirtd.Prepared
+	// NetNS is the path of the sandbox's network namespace: the guests'
+	// network, their external IPs (a DNAT to each guest, as GCE's 1:1 NAT),
+	// and package traffic's addresses, where a client and an origin run.
+	NetNS string
+	// Image is the guest image the instances boot.
+	Image string
 }
 
 // Admin calls the fake's admin endpoint (see internal/gcefake/admin.go):
@@ -74,8 +101,24 @@ func (g *GCE) Admin(ctx context.Context, method, path string, body []byte) ([]by
 // setupGCP starts the GCE fake, which asks for a bearer token like Compute
 // Engine, stores a service account key it trusts, and creates the gcp
 // backend's ClusterProviderConfig default.
+//
+// Where a private libvirtd can run, every RUNNING instance gets a real guest
+// (the guest image, its user-data and startup-script) and Ready comes from
+// that guest's report; elsewhere the fake simulates the reports.
 func (c *Cluster) setupGCP(ctx context.Context) error {
-	p, err := c.sup.start("gce-fake", c.Bin.GCEFake, []string{"--address=127.0.0.1:0", "--project=" + GCPProject, "--require-auth"}, nil)
+	args := []string{"--address=127.0.0.1:0", "--project=" + GCPProject, "--require-auth"}
+	guests, noGuests, err := c.gceGuests()
+	if err != nil {
+		return err
+	}
+	if guests != nil {
+		args = append(args, "--guest-libvirt-uri="+guests.Daemon.URI("qemu"), "--guest-netns="+guests.NetNS,
+			"--guest-network="+guests.Prepared.Network.Name, "--guest-dir="+guests.Prepared.PoolPath,
+			"--guest-image="+guests.Image, fmt.Sprintf("--guest-memory=%d", guestimage.RecommendedMemoryMiB))
+	} else {
+		c.logf("the GCE fake simulates its guests: %s", noGuests)
+	}
+	p, err := c.sup.start("gce-fake", c.Bin.GCEFake, args, nil)
 	if err != nil {
 		return err
 	}
@@ -86,7 +129,7 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	c.GCE = &GCE{URL: u}
+	c.GCE = &GCE{URL: u, Guests: guests, NoGuests: noGuests}
 	key, err := c.GCE.Admin(ctx, http.MethodPost, "/_fake/keys?email="+url.QueryEscape(gcpServiceAccount), nil)
 	if err != nil {
 		return errors.Wrap(err, errGCPKey)
@@ -99,6 +142,33 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 		return errors.Wrap(err, errGCPKeyStore)
 	}
 	return Apply(ctx, c.Client, GCPProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.GCE.URL))
+}
+
+// gceGuests starts the GCE fake's private libvirtd, with package traffic's
+// addresses in its network namespace. It returns nil and why when none can
+// run here.
+func (c *Cluster) gceGuests() (g *GCEGuests, why string, err error) {
+	if why := needsRoot(); why != "" {
+		return nil, why, nil
+	}
+	t := testenv.NewOutside("cluster", c.logf)
+	defer func() {
+		if errors.Is(err, ErrMissing) {
+			g, why, err = nil, err.Error(), nil
+		}
+	}()
+	defer c.recoverOutside(t, &err, errFmtGuests)
+	image := guestimage.Path(t)
+	d := libvirtd.Start(t)
+	// The sandbox is no child of this process: if this one dies, the
+	// watchdog stops the sandbox.
+	c.sup.onAbort(shellQuote(filepath.Join(testenv.RepoRoot(), "hack", "libvirt-sandbox.sh")) + " stop " + shellQuote(d.Base))
+	c.sup.removeOnAbort(d.Base)
+	g = &GCEGuests{Daemon: d, Prepared: d.Prepare(t, libvirtd.PrepareOptions{}), NetNS: d.NetNS(t), Image: image}
+	if err := traffic.AddAddresses(g.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+		return nil, "", err
+	}
+	return g, "", nil
 }
 
 // GCPProviderConfig returns a (Cluster)ProviderConfig of the gcp backend

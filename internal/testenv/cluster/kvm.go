@@ -8,18 +8,33 @@ package cluster
 
 import (
 	"context"
-	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 const (
-	errFmtKVM = "cannot set up the private libvirtd: %s"
+	errFmtKVM   = "cannot set up the private libvirtd: %s"
+	errFmtGuest = "cannot install the guest image %s in the pool"
+)
+
+// The sandbox's KVM proxies.
+const (
+	// GuestImageVolume is the base volume of KVM proxies: a copy of the
+	// guest image hack/guest-image.sh builds (Debian, cloud-init, squid,
+	// the QEMU guest agent).
+	GuestImageVolume = "guest.qcow2"
+	// guestDiskGiB is larger than the image, so cloud-init grows the root.
+	guestDiskGiB = 3
 )
 
 // ErrMissing is wrapped by a Start error whose cause is a component this
@@ -33,80 +48,96 @@ type Libvirt struct {
 	Daemon *libvirtd.Daemon
 	// URI reaches the daemon, as ProviderConfig spec.uri.
 	URI string
-	// Prepared is its storage pool, NAT network and blank base volume.
+	// Prepared is its storage pool and NAT network.
 	Prepared libvirtd.Prepared
+	// NetNS is the path of the sandbox's network namespace: the VMs' NAT
+	// network, and where a client and an origin for them run
+	// (package traffic's addresses are bound there).
+	NetNS string
 }
 
-// kvmSandboxComposition replaces the kvm Composition's input with what the
-// sandbox has: QEMU without KVM (TCG), the blank base volume, the NAT
-// network, and small VMs. A VM on a blank disk gets its DHCP lease, which
-// makes it Ready, only if the provider boots it from the network first.
-func kvmSandboxComposition() string {
-	return fmt.Sprintf(`apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-kvm
-  labels:
-    egressproxy.io/backend: kvm
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  writeConnectionSecretsToNamespace: crossplane-system
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: %s
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: kvm
-      providerConfigRef:
-        kind: ClusterProviderConfig
-        name: %s
-      kvm:
-        pool: %s
-        baseImageVolume: %s
-        network:
-          name: %s
-        domainType: qemu
-        diskGiB: 1
-        sizes:
-          small: {vcpus: 1, memoryMiB: 256}
-          medium: {vcpus: 1, memoryMiB: 256}
-          large: {vcpus: 1, memoryMiB: 256}
-`, FunctionName, ProviderConfigName, libvirtd.DefaultPool, libvirtd.DefaultBaseVolume, libvirtd.DefaultNetwork)
+// kvmSandboxInput is the kvm input of a Composition for what the sandbox
+// has: QEMU without KVM (TCG), the real guest image, the NAT network. The
+// provider's serve probe makes a VM Ready only once squid in the guest
+// serves its configuration, about 30-40 s after boot under TCG. Two vCPUs
+// (two TCG threads) get the guest a fairer share of a busy host.
+func kvmSandboxInput() map[string]any {
+	size := map[string]any{"vcpus": int64(2), "memoryMiB": int64(guestimage.RecommendedMemoryMiB)}
+	return map[string]any{
+		"pool":            libvirtd.DefaultPool,
+		"baseImageVolume": GuestImageVolume,
+		"network":         map[string]any{"name": libvirtd.DefaultNetwork},
+		"domainType":      "qemu",
+		"diskGiB":         int64(guestDiskGiB),
+		"sizes":           map[string]any{"small": size, "medium": size, "large": size},
+	}
 }
 
-// setupKVM starts a private libvirtd with a pool, a NAT network and a blank
-// base volume, points the kvm backend's ClusterProviderConfig default at it
-// and adapts the kvm Composition to it.
+// KVMSandboxCompositions returns the kvm Compositions of the packages
+// (ConfigurationFiles) with the sandbox's kvm input; their guardrails and
+// everything else stay as shipped.
+func KVMSandboxCompositions() ([]*unstructured.Unstructured, error) {
+	return adaptCompositions(BackendKVM, func(input map[string]any) error {
+		return unstructured.SetNestedField(input, kvmSandboxInput(), "kvm")
+	})
+}
+
+// KVMSandboxComposition returns a Composition of the claim API named name,
+// with labels, for the sandbox's kvm input and without guardrails: the e2e
+// allows a private destination with it, to see squid refuse it.
+func KVMSandboxComposition(name string, labels map[string]string) *unstructured.Unstructured {
+	l := map[string]any{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.crossplane.io/v1",
+		"kind":       "Composition",
+		"metadata":   map[string]any{"name": name, "labels": l},
+		"spec": map[string]any{
+			"compositeTypeRef":                  map[string]any{"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy"},
+			"writeConnectionSecretsToNamespace": CrossplaneNamespace,
+			"mode":                              "Pipeline",
+			"pipeline": []any{map[string]any{
+				"step":        "compose-proxy",
+				"functionRef": map[string]any{"name": FunctionName},
+				"input": map[string]any{
+					"apiVersion":        "egressproxy.fn.egressproxy.io/v1alpha1",
+					"kind":              "Input",
+					"backend":           string(BackendKVM),
+					"providerConfigRef": map[string]any{"kind": "ClusterProviderConfig", "name": ProviderConfigName},
+					"kvm":               kvmSandboxInput(),
+				},
+			}},
+		},
+	}}
+}
+
+// setupKVM starts a private libvirtd with a pool, a NAT network and the guest
+// image as base volume, binds package traffic's addresses in its network
+// namespace, points the kvm backend's ClusterProviderConfig default at it
+// and adapts the kvm Compositions to it.
 func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	t := testenv.NewOutside("cluster", c.logf)
-	defer func() {
-		r := recover()
-		if r == nil {
-			c.cleanups = append(c.cleanups, t.RunCleanups)
-			return
-		}
-		t.RunCleanups()
-		f, ok := r.(testenv.OutsideFailure)
-		if !ok {
-			panic(r)
-		}
-		err = errors.Errorf(errFmtKVM, f.Msg)
-		if f.Skip {
-			err = errors.Wrap(ErrMissing, err.Error())
-		}
-	}()
+	defer c.recoverOutside(t, &err, errFmtKVM)
+	image := guestimage.Path(t)
 	d := libvirtd.Start(t)
 	// The sandbox is no child of this process: if this one dies, the
 	// watchdog stops the sandbox.
 	c.sup.onAbort(shellQuote(filepath.Join(testenv.RepoRoot(), "hack", "libvirt-sandbox.sh")) + " stop " + shellQuote(d.Base))
 	c.sup.removeOnAbort(d.Base)
-	c.Libvirt = &Libvirt{Daemon: d, URI: d.URI("qemu"), Prepared: d.Prepare(t, libvirtd.PrepareOptions{})}
-	if err := c.ApplyYAML(ctx, "kvm sandbox composition", []byte(kvmSandboxComposition())); err != nil {
+	c.Libvirt = &Libvirt{Daemon: d, URI: d.URI("qemu"), Prepared: d.Prepare(t, libvirtd.PrepareOptions{}), NetNS: d.NetNS(t)}
+	if err := installGuestImage(t, d, c.Libvirt.Prepared, image); err != nil {
+		return err
+	}
+	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+		return err
+	}
+	comps, err := KVMSandboxCompositions()
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, c.Client, comps...); err != nil {
 		return err
 	}
 	return Apply(ctx, c.Client, KVMProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.Libvirt.URI))
@@ -128,4 +159,57 @@ func KVMProviderConfig(kind, namespace, name, uri string) *unstructured.Unstruct
 		u.SetNamespace(namespace)
 	}
 	return u
+}
+
+// installGuestImage copies the guest image into the pool. A copy, not a
+// link: nothing libvirt or a VM does may change the cached image.
+func installGuestImage(t testing.TB, d *libvirtd.Daemon, p libvirtd.Prepared, image string) error {
+	dst := filepath.Join(p.PoolPath, GuestImageVolume)
+	if err := copyFile(image, dst); err != nil {
+		return errors.Wrapf(err, errFmtGuest, image)
+	}
+	return errors.Wrapf(d.Dial(t).StoragePoolRefresh(p.Pool, 0), errFmtGuest, image)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src) //nolint:gosec // The cached image.
+	if err != nil {
+		return err
+	}
+	defer in.Close() //nolint:errcheck // Read-only.
+
+	out, err := os.Create(dst) //nolint:gosec // The sandbox's pool.
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// recoverOutside, deferred by a step that uses test helpers through an
+// Outside t, turns their failure into *err (errFmt names the step, %s the
+// failure; a skip wraps ErrMissing) and runs t's cleanups, or keeps them
+// for Stop when the step succeeded.
+func (c *Cluster) recoverOutside(t *testenv.Outside, err *error, errFmt string) {
+	r := recover()
+	if r == nil {
+		if *err != nil {
+			t.RunCleanups()
+			return
+		}
+		c.cleanups = append(c.cleanups, t.RunCleanups)
+		return
+	}
+	t.RunCleanups()
+	f, ok := r.(testenv.OutsideFailure)
+	if !ok {
+		panic(r)
+	}
+	*err = errors.Errorf(errFmt, f.Msg)
+	if f.Skip {
+		*err = errors.Wrap(ErrMissing, (*err).Error())
+	}
 }

@@ -9,15 +9,23 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 // Fake nodes: kwok manages the nodes with this annotation and plays their
@@ -161,4 +169,105 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 		})
 	}()
 	return nil
+}
+
+// A real node: a kubelet, containerd and runc in network and mount
+// namespaces of their own (package node), where KubernetesProxy pods run
+// squid with their real readiness probe.
+const (
+	// RealNodeName is the name of the real node.
+	RealNodeName = "egressproxy-node"
+	// taintUninitialized is the taint a kubelet with an external cloud
+	// provider puts on its node until that provider initialises it.
+	taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+
+	errFmtNode    = "cannot start a real node: %s"
+	errRealReady  = "the real node did not become Ready with its addresses"
+	errAPIAddress = "cannot parse the apiserver's address"
+)
+
+// startAnyNodes runs a real node where it can, and kwok's fake nodes where it
+// cannot (no root, containerd or images): the specs that send traffic
+// through a KubernetesProxy then skip, or fail when CI=true.
+func (c *Cluster) startAnyNodes(ctx context.Context) error {
+	err := c.startRealNode(ctx)
+	if !errors.Is(err, ErrMissing) {
+		return err
+	}
+	c.NoRealNode = err.Error()
+	c.logf("no real node here, kwok plays %d fake nodes instead: %v", c.opts.Nodes, err)
+	return c.startNodes(ctx)
+}
+
+// startRealNode starts the real node with package traffic's addresses in
+// its network namespace, and waits until it is Ready. The kubelet runs with
+// an external cloud provider, so it keeps the addresses the harness gives
+// the node: the harness plays the cloud's node controller, as kwok does for
+// fake nodes, and the node's ExternalIP is the egress IP a cloud would
+// report (NodeExternalIP(0)).
+func (c *Cluster) startRealNode(ctx context.Context) (err error) {
+	t := testenv.NewOutside("node", c.logf)
+	defer c.recoverOutside(t, &err, errFmtNode)
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "a real node needs root")
+	}
+	kubelet := cached("kubelet")
+	if kubelet == "" {
+		testenv.Missing(t, "the kubelet is not built (hack/tools.sh build kubelet)")
+	}
+	images := node.FindImages(t)
+	api, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return errors.Wrap(err, errAPIAddress)
+	}
+	n := node.StartContext(ctx, t, node.Config{
+		Name: RealNodeName, Kubeconfig: c.Kubeconfig, APIServer: api.Host, Kubelet: kubelet, Images: images,
+		KubeletArgs: []string{"--cloud-provider=external"},
+	})
+	// The pods and containerd's shims are no children of this process:
+	// if this one dies, the watchdog stops them.
+	if cmd := n.AbortCommand(); cmd != "" {
+		c.sup.onAbort(cmd)
+	}
+	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+		return err
+	}
+	c.Node, c.SquidImage = n, images.Squid
+	err = c.waitFor(ctx, nil, 90*time.Second, errRealReady, c.initializeRealNode)
+	if err != nil {
+		err = errors.Errorf("%v\nkubelet:\n%s", err, n.Log("kubelet", 30))
+	}
+	return err
+}
+
+// initializeRealNode gives the real node its addresses and lifts the
+// uninitialized taint, as a cloud's node controller would, and reports
+// whether the node is Ready.
+func (c *Cluster) initializeRealNode(ctx context.Context) (bool, error) {
+	n := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: RealNodeName}, n); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	addrs := []corev1.NodeAddress{
+		{Type: corev1.NodeExternalIP, Address: NodeExternalIP(0)},
+		{Type: corev1.NodeInternalIP, Address: node.BridgeIP},
+		{Type: corev1.NodeHostName, Address: RealNodeName},
+	}
+	if !equality.Semantic.DeepEqual(n.Status.Addresses, addrs) {
+		p := client.MergeFrom(n.DeepCopy())
+		n.Status.Addresses = addrs
+		return false, client.IgnoreNotFound(c.Client.Status().Patch(ctx, n, p))
+	}
+	taints := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == taintUninitialized })
+	if len(taints) != len(n.Spec.Taints) {
+		p := client.MergeFrom(n.DeepCopy())
+		n.Spec.Taints = taints
+		return false, client.IgnoreNotFound(c.Client.Patch(ctx, n, p))
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue, nil
+		}
+	}
+	return false, nil
 }

@@ -10,8 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -33,12 +32,9 @@ const (
 	KubeconfigSecret = "local-kubeconfig"
 
 	errProviderReady = "the provider did not become ready"
-
-	// flagKVMBootDevices is the provider flag that orders the boot devices
-	// of KVM proxies (libvirt.WithBootDevices).
-	flagKVMBootDevices = "kvm-boot-devices"
-	errKubeconfig      = "cannot read the control plane's kubeconfig"
-	errKubeSecret      = "cannot create the kubeconfig Secret of the kubernetes backend"
+	errKubeconfig    = "cannot read the control plane's kubeconfig"
+	errKubeSecret    = "cannot create the kubeconfig Secret of the kubernetes backend"
+	errComposition   = "cannot adapt the packages' Compositions"
 )
 
 // startProvider runs cmd/provider against the control plane.
@@ -58,15 +54,9 @@ func (c *Cluster) startProvider(ctx context.Context) error {
 		// becomes available is only seen at the next poll.
 		"--poll=5s",
 		"--timeout=30s",
-	}
-	if c.hasProviderFlag(ctx, flagKVMBootDevices) {
-		// The sandbox's base image is blank: a VM gets its DHCP lease,
-		// which makes it Ready, from the network boot firmware.
-		// It has no guest agent and no squid either: Ready can only mean
-		// running with a lease there (the real guest's serving is shown by
-		// internal/backend/libvirt's TestRealGuestServesTraffic).
-		args = append(args, "--"+flagKVMBootDevices+"=network,hd", "--no-kvm-serve-probe")
-		c.KVMNetworkBoot = true
+		// KVM proxies boot the real guest image (setupKVM), and the
+		// provider's default serve probe makes them Ready only once squid
+		// in the guest serves.
 	}
 	if c.opts.Debug {
 		args = append(args, "--debug")
@@ -80,12 +70,6 @@ func (c *Cluster) startProvider(ctx context.Context) error {
 	return c.waitFor(ctx, p, 60*time.Second, errProviderReady, func(ctx context.Context) (bool, error) {
 		return httpOK(ctx, url), nil
 	})
-}
-
-// hasProviderFlag reports whether the provider's --help lists a flag.
-func (c *Cluster) hasProviderFlag(ctx context.Context, name string) bool {
-	out, _ := exec.CommandContext(ctx, c.Bin.Provider, "--help").CombinedOutput()
-	return strings.Contains(string(out), "--"+name+"=") || strings.Contains(string(out), "--"+name+" ")
 }
 
 // setupKubernetesBackend creates the proxies' namespace, a Secret with a
@@ -106,7 +90,85 @@ func (c *Cluster) setupKubernetesBackend(ctx context.Context) error {
 	if err := c.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
 		return errors.Wrap(err, errKubeSecret)
 	}
-	return Apply(ctx, c.Client, KubernetesProviderConfig("ClusterProviderConfig", "", ProviderConfigName, CrossplaneNamespace))
+	pc := KubernetesProviderConfig("ClusterProviderConfig", "", ProviderConfigName, CrossplaneNamespace)
+	if c.SquidImage == "" {
+		return Apply(ctx, c.Client, pc)
+	}
+	// The real node has the squid image hack/squid-image.sh built and no
+	// registry: the proxies run that image, which the config must allow.
+	if err := unstructured.SetNestedStringSlice(pc.Object, []string{c.SquidImage}, "spec", "allowedImages"); err != nil {
+		return err
+	}
+	comps, err := KubernetesCompositions(c.SquidImage)
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, c.Client, append(comps, pc)...)
+}
+
+// KubernetesCompositions returns the kubernetes Compositions of the
+// packages (ConfigurationFiles) with the proxies' image set to image.
+func KubernetesCompositions(image string) ([]*unstructured.Unstructured, error) {
+	return adaptCompositions(BackendKubernetes, func(input map[string]any) error {
+		return unstructured.SetNestedField(input, image, "kubernetes", "image")
+	})
+}
+
+// adaptCompositions returns the Compositions of the packages
+// (ConfigurationFiles) whose function input is of backend b, with adapt
+// applied to that input.
+func adaptCompositions(b Backend, adapt func(input map[string]any) error) ([]*unstructured.Unstructured, error) {
+	files, err := ConfigurationFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f) //nolint:gosec // Files of this repository.
+		if err != nil {
+			return nil, errors.Wrap(err, errComposition)
+		}
+		objs, err := Decode(filepath.Base(f), data)
+		if err != nil {
+			return nil, errors.Wrap(err, errComposition)
+		}
+		for _, o := range objs {
+			ok, err := adaptComposition(o, b, adapt)
+			if err != nil {
+				return nil, errors.Wrap(err, errComposition)
+			}
+			if ok {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// adaptComposition applies adapt to the input of every pipeline step of a
+// Composition whose input is of backend b, and reports whether there was
+// one.
+func adaptComposition(u *unstructured.Unstructured, b Backend, adapt func(input map[string]any) error) (bool, error) {
+	if u.GetKind() != "Composition" {
+		return false, nil
+	}
+	steps, _, _ := unstructured.NestedSlice(u.Object, "spec", "pipeline")
+	found := false
+	for i, st := range steps {
+		step, _ := st.(map[string]any)
+		input, _ := step["input"].(map[string]any)
+		if input == nil || input["backend"] != string(b) {
+			continue
+		}
+		if err := adapt(input); err != nil {
+			return false, err
+		}
+		steps[i], found = step, true
+	}
+	if !found {
+		return false, nil
+	}
+	return true, unstructured.SetNestedSlice(u.Object, steps, "spec", "pipeline")
 }
 
 // KubernetesProviderConfig returns a (Cluster)ProviderConfig of the

@@ -125,7 +125,9 @@ evictionHard:
 `
 
 // cniConfig: a bridge with host-local addresses and no masquerade: pods
-// reach only the node's own namespace.
+// reach only the node's own namespace. Their default route points at the
+// node, so an address the harness binds there (traffic.AllowedOrigin) is
+// reachable too; the namespace has no uplink, so nothing leaves it.
 const cniConfig = `{
   "cniVersion": "0.4.0",
   "name": "egressproxy-node",
@@ -137,7 +139,8 @@ const cniConfig = `{
     "hairpinMode": true,
     "ipam": {
       "type": "host-local",
-      "ranges": [[{"subnet": "` + podSubnet + `", "gateway": "` + BridgeIP + `"}]]
+      "ranges": [[{"subnet": "` + PodSubnet + `", "gateway": "` + BridgeIP + `"}]],
+      "routes": [{"dst": "0.0.0.0/0"}]
     }
   }]
 }

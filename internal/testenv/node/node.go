@@ -52,8 +52,9 @@ const (
 	bridgeCIDR = "10.88.0.1/16"
 	// BridgeIP is the node's address: the kubelet's node IP, and where a
 	// test binds servers that pods reach.
-	BridgeIP  = "10.88.0.1"
-	podSubnet = "10.88.0.0/16"
+	BridgeIP = "10.88.0.1"
+	// PodSubnet holds the pods' addresses and the node's.
+	PodSubnet = "10.88.0.0/16"
 )
 
 // Host folders the node's components insist on; each is a bind mount of a
@@ -126,6 +127,8 @@ type Config struct {
 	// Kubelet is the kubelet binary.
 	Kubelet string
 	Images  Images
+	// KubeletArgs are extra flags of the kubelet.
+	KubeletArgs []string
 }
 
 // Node is a running node.
@@ -148,6 +151,13 @@ type Node struct {
 // The node registers itself; the caller waits for it to become Ready.
 func Start(t testing.TB, cfg Config) *Node {
 	t.Helper()
+	return StartContext(t.Context(), t, cfg)
+}
+
+// StartContext is Start bounded by ctx, for a t that has no Context of its
+// own (a testenv.Outside).
+func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "a real node needs root")
 	}
@@ -163,7 +173,7 @@ func Start(t testing.TB, cfg Config) *Node {
 	}
 	n := &Node{Name: cfg.Name, dir: dir, logf: t.Logf}
 	t.Cleanup(n.Stop)
-	if err := n.start(t.Context(), cfg); err != nil {
+	if err := n.start(ctx, cfg); err != nil {
 		t.Fatalf("cannot start the node: %v", err)
 	}
 	return n
@@ -214,14 +224,14 @@ func (n *Node) start(ctx context.Context, cfg Config) error {
 	if n.fwd, err = n.forward(cfg.APIServer); err != nil {
 		return err
 	}
-	return n.startProc("kubelet", cfg.Kubelet,
+	return n.startProc("kubelet", append([]string{cfg.Kubelet,
 		"--config", n.path("kubelet.yaml"),
 		"--kubeconfig", cfg.Kubeconfig,
-		"--container-runtime-endpoint", "unix://"+n.path("containerd.sock"),
+		"--container-runtime-endpoint", "unix://" + n.path("containerd.sock"),
 		"--hostname-override", n.Name,
 		"--node-ip", BridgeIP,
 		"--cert-dir", n.path("kubelet-pki"),
-		"--v", "1")
+		"--v", "1"}, cfg.KubeletArgs...)...)
 }
 
 // makeCgroups creates the kubelet's cgroupRoot in every hierarchy (the

@@ -152,3 +152,23 @@ func removeCgroups(root string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// AbortCommand returns a shell command line that does what Stop does, for a
+// watchdog to run when the process that started the node died without
+// stopping it: it kills every process in the node's mount namespace (the
+// holder, containerd's shims) and in its cgroups (the pods), then removes
+// the cgroups and the node's folder. Empty when the node is not running.
+func (n *Node) AbortCommand() string {
+	if n.holder == nil || n.holder.Process == nil {
+		return ""
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", n.holder.Process.Pid))
+	if err != nil || ns == "" {
+		return ""
+	}
+	cg := "/sys/fs/cgroup/*/" + n.cgroup
+	// One line: the watchdog reads one command a line.
+	return fmt.Sprintf(`for p in /proc/[0-9]*; do [ "$(readlink $p/ns/mnt 2>/dev/null)" = %q ] && kill -9 ${p#/proc/} 2>/dev/null; done; `+
+		`for f in $(find %s -name cgroup.procs 2>/dev/null); do kill -9 $(cat $f) 2>/dev/null; done; sleep 1; `+
+		`find %s -depth -type d -exec rmdir {} + 2>/dev/null; rm -rf %q; true`, ns, cg, cg, n.dir)
+}
