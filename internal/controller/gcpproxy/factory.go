@@ -38,7 +38,6 @@ const (
 )
 
 const (
-	errConfigSpec     = "cannot read the provider config"
 	errNoSecretRef    = "credentials.secretRef is required when credentials.source is Secret"
 	errNoImpersonate  = "credentials.impersonateServiceAccount.name is required when credentials.source is ImpersonateServiceAccount"
 	errFmtSource      = "unknown credentials.source %q: it must be Secret, InjectedIdentity or ImpersonateServiceAccount"
@@ -100,7 +99,7 @@ func NewFactory(o ...FactoryOption) BackendFactory {
 func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 	spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 	if err != nil {
-		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
+		return nil, err
 	}
 	if err := checkEndpoint(spec.Endpoint); err != nil {
 		return nil, err

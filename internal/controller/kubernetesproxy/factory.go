@@ -38,7 +38,6 @@ const (
 	errNoSecretRef        = "credentials.secretRef is required when credentials.source is Secret"
 	errFmtSource          = "unknown credentials.source %q: it must be Secret or InjectedIdentity"
 	errInCluster          = "credentials.source InjectedIdentity needs the provider to run in the target cluster"
-	errConfigSpec         = "cannot read the provider config"
 )
 
 // FactoryOption configures NewFactory.
@@ -76,7 +75,7 @@ func NewFactory(o ...FactoryOption) BackendFactory {
 func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 	spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 	if err != nil {
-		return nil, backend.Permanent(errors.Wrap(err, errConfigSpec))
+		return nil, err
 	}
 	// The generation is part of the cache key, so a changed allowlist
 	// rebuilds the backend with the new policy.

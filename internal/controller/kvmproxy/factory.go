@@ -24,11 +24,10 @@ import (
 )
 
 const (
-	errNoSecretRef       = "credentials.source is Secret but credentials.secretRef is not set"
-	errFmtGetUserData    = "cannot get userDataSecretRef Secret %s/%s"
-	errFmtUserDataKey    = "userDataSecretRef Secret %s/%s has no non-empty key %q"
-	errFmtNewBackend     = "cannot build the kvm backend for %s"
-	errFmtConfigSpecType = "cannot read the provider config: %v"
+	errNoSecretRef    = "credentials.source is Secret but credentials.secretRef is not set"
+	errFmtGetUserData = "cannot get userDataSecretRef Secret %s/%s"
+	errFmtUserDataKey = "userDataSecretRef Secret %s/%s has no non-empty key %q"
+	errFmtNewBackend  = "cannot build the kvm backend for %s"
 )
 
 // NewFactory returns the BackendFactory of the kvm backend. It keeps one
@@ -44,7 +43,7 @@ func NewFactory(opts ...libvirt.Option) BackendFactory {
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 		if err != nil {
-			return nil, backend.Permanent(errors.Errorf(errFmtConfigSpecType, err))
+			return nil, err
 		}
 		t := dialer.Target{URI: spec.URI}
 		if spec.SocketPath != nil {

@@ -159,18 +159,22 @@ func mustNew[T any](s *runtime.Scheme, gvk schema.GroupVersionKind) T {
 
 // ConfigSpec returns the spec of a resolved ProviderConfig or
 // ClusterProviderConfig. Both kinds of a group share the spec type S, so
-// one generic read serves every backend.
+// one generic read serves every backend. A spec that does not read is
+// Permanent: retrying reads the same object.
 func ConfigSpec[S any](cfg Config) (S, error) {
 	var spec S
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cfg.Object)
 	if err != nil {
-		return spec, errors.Wrap(err, errConfigSpec)
+		return spec, backend.Permanent(errors.Wrap(err, errConfigSpec))
 	}
 	m, _, err := unstructured.NestedMap(u, "spec")
 	if err != nil {
-		return spec, errors.Wrap(err, errConfigSpec)
+		return spec, backend.Permanent(errors.Wrap(err, errConfigSpec))
 	}
-	return spec, errors.Wrap(runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec), errConfigSpec)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec); err != nil {
+		return spec, backend.Permanent(errors.Wrap(err, errConfigSpec))
+	}
+	return spec, nil
 }
 
 // CacheKey is the key of the backend client of cfg in a ClientCache: one
