@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -260,4 +261,20 @@ func (c *gceClients) waitRunning(ctx context.Context, name string, deadline time
 		}
 	}
 	return errors.Errorf("instance %s did not become RUNNING", name)
+}
+
+// faults: a storm, every compute call failing for -fault-for, reads with
+// 503 backendError (which the compute client retries by itself until its
+// deadline) and the rest with 429 rateLimitExceeded.
+func (g *gcpBench) faults() []fault {
+	return []fault{{
+		name:   "GCE 429/503 storm",
+		target: targetGCE,
+		begin: func() error {
+			g.fake.InjectError(gcefake.ErrorFault{Match: gcefake.Match{Method: http.MethodGet}, Code: http.StatusServiceUnavailable})
+			g.fake.InjectError(gcefake.ErrorFault{Code: http.StatusTooManyRequests})
+			return nil
+		},
+		end: func() error { g.fake.ClearFaults(); return nil },
+	}}
 }

@@ -53,6 +53,9 @@ const (
 type kubeBench struct {
 	c      *cluster.Cluster
 	target *rest.Config
+	// relay stands between the provider and the target cluster with
+	// -faults, to take the target apiserver down.
+	relay *relay
 }
 
 func (k *kubeBench) gvk() schema.GroupVersionKind {
@@ -80,8 +83,19 @@ func (k *kubeBench) start(ctx context.Context, r *runner) (*env, error) {
 	u.Host = "localhost:" + u.Port()
 	k.target = rest.CopyConfig(c.Config)
 	k.target.Host = u.String()
+	provider := k.target
+	if r.o.faults {
+		// Only the provider's target reads go through the relay; the
+		// baseline's do not.
+		if k.relay, err = newRelay(cp); err != nil {
+			return nil, err
+		}
+		u.Host = "localhost:" + k.relay.port()
+		provider = rest.CopyConfig(k.target)
+		provider.Host = u.String()
+	}
 	kc := filepath.Join(r.dir, "target-kubeconfig")
-	if err := kube.WriteKubeconfig(k.target, kc); err != nil {
+	if err := kube.WriteKubeconfig(provider, kc); err != nil {
 		return nil, errors.Wrap(err, "cannot write the target kubeconfig")
 	}
 	data, err := os.ReadFile(kc) //nolint:gosec // Written above.
@@ -140,6 +154,9 @@ func addServiceCIDR(ctx context.Context, c client.Client) error {
 }
 
 func (k *kubeBench) stop() {
+	if k.relay != nil {
+		_ = k.relay.down()
+	}
 	if k.c != nil {
 		k.c.Stop()
 	}
@@ -302,4 +319,13 @@ func createKubeObjects(ctx context.Context, cs kubernetes.Interface, name string
 	}}
 	_, err := cs.CoreV1().Services(baselineNamespace).Create(ctx, svc, metav1.CreateOptions{})
 	return errors.Wrap(err, "cannot create a Service")
+}
+
+// faults: the target apiserver down for -fault-for (connections refused and
+// cut), the control plane up.
+func (k *kubeBench) faults() []fault {
+	if k.relay == nil {
+		return nil
+	}
+	return []fault{{name: "target apiserver down", target: targetCluster, begin: k.relay.down, end: k.relay.up}}
 }

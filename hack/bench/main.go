@@ -55,6 +55,9 @@ type options struct {
 	timeout  time.Duration
 	keep     bool
 	profile  string
+	// faults adds the fault runs, each lasting faultFor.
+	faults   bool
+	faultFor time.Duration
 }
 
 func main() {
@@ -68,6 +71,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 0, "how long one backend may take to converge; 0 means 5m + 1s per MR")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state folder and logs")
 	flag.StringVar(&o.profile, "profile", "", "folder to write the provider's CPU profiles to (<backend>-converge.pprof, <backend>-steady.pprof); empty: none")
+	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
+	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	flag.Parse()
 	o.backends = strings.Split(backends, ",")
 	if o.steady == 0 {

@@ -99,6 +99,8 @@ type result struct {
 	// opsNotRPCs: the provider's backend figure is operations, not requests.
 	opsNotRPCs bool
 	note       string
+	// faults are the fault runs of -faults.
+	faults []faultResult
 }
 
 func (r *result) print(w io.Writer) {
@@ -134,22 +136,29 @@ func (r *result) print(w io.Writer) {
 		p("\nbaseline: %s.\n", b.what)
 	}
 	p("\n| requests per MR, by target and verb | converging | steady, per poll | baseline |\n|---|---|---|---|\n")
-	keys := map[reqKey]bool{}
-	for _, c := range []counts{r.converge, r.steady, b.requests} {
-		for k := range c {
-			keys[k] = true
-		}
-	}
-	sorted := slices.SortedFunc(maps.Keys(keys), func(a, b reqKey) int {
-		return strings.Compare(a.target+" "+a.verb, b.target+" "+b.verb)
-	})
-	for _, k := range sorted {
+	for _, k := range sortedKeys(r.converge, r.steady, b.requests) {
 		steady := "-"
 		if r.steadyPolls > 0 {
 			steady = num(r.steady[k] / n / r.steadyPolls)
 		}
 		p("| %s %s | %s | %s | %s |\n", k.target, k.verb, num(r.converge[k]/n), steady, num(b.requests[k]/n))
 	}
+	for _, f := range r.faults {
+		f.print(w, r.n)
+	}
+}
+
+// sortedKeys are the keys of every cs, by target and verb.
+func sortedKeys(cs ...counts) []reqKey {
+	keys := map[reqKey]bool{}
+	for _, c := range cs {
+		for k := range c {
+			keys[k] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(keys), func(a, b reqKey) int {
+		return strings.Compare(a.target+" "+a.verb, b.target+" "+b.verb)
+	})
 }
 
 func secs(d time.Duration) string {

@@ -143,6 +143,16 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-res.cpuConverge
 	res.steadyPolls = r.o.steady.Seconds() / r.o.poll.Seconds()
 	res.peakRSSKiB = peakRSS(p.pid())
+	r.heapProfile(ctx, p)
+	if f, ok := b.(faulter); ok && r.o.faults {
+		for _, ft := range f.faults() {
+			fr, err := r.faultRun(ctx, e, b, p, ft)
+			res.faults = append(res.faults, fr)
+			if err != nil {
+				return res, err
+			}
+		}
+	}
 	p.stop()
 
 	logf("%s: baseline", r.backend)
@@ -187,6 +197,36 @@ func (r *runner) profile(ctx context.Context, p *process, phase string, d time.D
 		}
 	}()
 	return done
+}
+
+// heapProfile writes the provider's heap profile to
+// <-profile>/<backend>-heap.pprof, when -profile is set: what the peak RSS
+// is made of (go tool pprof -sample_index=inuse_space).
+func (r *runner) heapProfile(ctx context.Context, p *process) {
+	if r.o.profile == "" {
+		return
+	}
+	url := strings.TrimSuffix(p.pprofURL, "profile") + "heap"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		logf("%s: no heap profile: %v", r.backend, err)
+		return
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read only.
+	path := filepath.Join(r.o.profile, r.backend+"-heap.pprof")
+	f, err := os.Create(path) //nolint:gosec // A path the user named.
+	if err != nil {
+		logf("%s: no heap profile: %v", r.backend, err)
+		return
+	}
+	defer f.Close() //nolint:errcheck // Best effort.
+	if _, err := io.Copy(f, resp.Body); err == nil {
+		logf("%s: heap profile: %s", r.backend, path)
+	}
 }
 
 // startProvider runs cmd/provider against the control plane.

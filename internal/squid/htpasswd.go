@@ -40,16 +40,16 @@ func Checksum(conf []byte) string {
 // two calls differ; use HtpasswdMatches to keep an existing file when the
 // password has not changed.
 func Htpasswd(user, password string) ([]byte, error) {
-	return defaultVerifier.Htpasswd(user, password)
+	return uncached.Htpasswd(user, password)
 }
 
 // HtpasswdMatches reports whether file holds an entry for user whose hash
 // matches password. A backend uses it to keep the current file, and so its
 // salt and every checksum derived from it, when the password is unchanged.
-// Answers are remembered per process (see Verifier), so a steady-state
+// It remembers nothing: a backend uses its own Verifier, so a steady-state
 // Observe costs no bcrypt comparison.
 func HtpasswdMatches(file []byte, user, password string) bool {
-	return defaultVerifier.HtpasswdMatches(file, user, password)
+	return uncached.HtpasswdMatches(file, user, password)
 }
 
 func newHtpasswd(user, password string) ([]byte, error) {

@@ -68,12 +68,10 @@ func NewVerifier(o ...VerifierOption) *Verifier {
 	return v
 }
 
-// defaultVerifier serves the package functions HtpasswdMatches and Htpasswd,
-// for callers that own no Verifier (the gce and libvirt backends, for now).
-// A backend should own one (the kubernetes backend does), so that its memory
-// goes with the provider config it serves. It holds no state a caller can
-// observe other than time: every answer is what bcrypt would say.
-var defaultVerifier = NewVerifier()
+// uncached serves the package functions HtpasswdMatches and Htpasswd. It
+// remembers nothing: a process-wide memory would outlive the provider
+// configs it served, so every backend owns its Verifier instead.
+var uncached = NewVerifier(WithMaxVerified(0))
 
 // Htpasswd is Htpasswd that also remembers the new file accepts password, so
 // the Observe after a Create or rotation needs no bcrypt comparison either.

@@ -82,7 +82,7 @@ type proxyConfig struct {
 // renderConfig renders d's squid configuration and htpasswd file. It keeps
 // an existing htpasswd file that still accepts the credentials, so its salt
 // (and the metadata holding it) does not change on every reconcile.
-func renderConfig(d Desired, existing []byte) (proxyConfig, error) {
+func renderConfig(v *squid.Verifier, d Desired, existing []byte) (proxyConfig, error) {
 	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
 	if err != nil {
 		return proxyConfig{}, backend.Permanent(errors.Wrap(err, errRender))
@@ -91,8 +91,8 @@ func renderConfig(d Desired, existing []byte) (proxyConfig, error) {
 	if pc.port == 0 {
 		pc.port = backend.DefaultPort
 	}
-	if !squid.HtpasswdMatches(existing, d.Credentials.Username, d.Credentials.Password) {
-		if pc.htpasswd, err = squid.Htpasswd(d.Credentials.Username, d.Credentials.Password); err != nil {
+	if !v.HtpasswdMatches(existing, d.Credentials.Username, d.Credentials.Password) {
+		if pc.htpasswd, err = v.Htpasswd(d.Credentials.Username, d.Credentials.Password); err != nil {
 			return proxyConfig{}, backend.Permanent(errors.Wrap(err, errHtpasswd))
 		}
 	}

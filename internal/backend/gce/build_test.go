@@ -20,6 +20,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 func TestResolve(t *testing.T) {
@@ -124,7 +125,7 @@ func TestInstanceDigest(t *testing.T) {
 	s, _ := resolve(d)
 	build := func(d Desired) *computepb.Instance {
 		t.Helper()
-		pc, err := renderConfig(d, nil)
+		pc, err := renderConfig(squid.NewVerifier(), d, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

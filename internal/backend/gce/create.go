@@ -232,7 +232,7 @@ func (b *Backend) insertFirewall(ctx context.Context, s spec, want *computepb.Fi
 // one of ours that already exists.
 func (b *Backend) ensureInstance(ctx context.Context, s spec, d Desired, ip string) error {
 	what := "instance " + s.name
-	pc, err := renderConfig(d, nil)
+	pc, err := renderConfig(b.verifier, d, nil)
 	if err != nil {
 		return err
 	}

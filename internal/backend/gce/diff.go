@@ -61,7 +61,7 @@ func wanted(s spec, d Desired, checksum, natIP string) wantInstance {
 // instanceDiff lists how got differs from w. Compute Engine cannot change
 // these in place without a stop (machine type, service account) or without
 // re-running cloud-init (metadata), so any difference replaces the VM.
-func instanceDiff(w wantInstance, got *computepb.Instance) []string {
+func instanceDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []string {
 	var d []string
 	if g := lastSegment(got.GetMachineType()); g != w.MachineType {
 		d = append(d, fmt.Sprintf("machine type is %s, want %s", g, w.MachineType))
@@ -85,7 +85,7 @@ func instanceDiff(w wantInstance, got *computepb.Instance) []string {
 	if g := metadataValue(got, MetadataGuestVersion); g != w.GuestVersion {
 		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataGuestVersion, g, w.GuestVersion))
 	}
-	if w.Credentials.Username != "" && !squid.HtpasswdMatches([]byte(metadataValue(got, MetadataHtpasswd)), w.Credentials.Username, w.Credentials.Password) {
+	if w.Credentials.Username != "" && !v.HtpasswdMatches([]byte(metadataValue(got, MetadataHtpasswd)), w.Credentials.Username, w.Credentials.Password) {
 		d = append(d, fmt.Sprintf("metadata %s does not accept the current credentials", MetadataHtpasswd))
 	}
 	for _, k := range []string{MetadataUserData, MetadataStartupScript} {

@@ -128,7 +128,7 @@ func TestInstanceDiff(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.diff, instanceDiff(tc.want, tc.got)); diff != "" {
+			if diff := cmp.Diff(tc.diff, instanceDiff(squid.NewVerifier(), tc.want, tc.got)); diff != "" {
 				t.Errorf("%s\ninstanceDiff: -want +got:\n%s", tc.reason, diff)
 			}
 		})

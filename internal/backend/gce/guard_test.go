@@ -22,6 +22,7 @@ import (
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
@@ -42,7 +43,7 @@ func scriptFiles(t *testing.T, script string) map[string]vmFile {
 // TestMetadataGuardRendered checks that every VM gets the guard that keeps
 // squid's user from the metadata server, loaded before squid starts.
 func TestMetadataGuardRendered(t *testing.T) {
-	pc, err := renderConfig(desired(), nil)
+	pc, err := renderConfig(squid.NewVerifier(), desired(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if !ownedBy(p.instance.GetLabels(), d.Ownership) {
 		return Observation{}, backend.Permanent(errors.Errorf(errFmtNotOurs, "instance "+s.name))
 	}
-	o, err := observe(b.project, s, d, p)
+	o, err := b.observe(s, d, p)
 	if err != nil {
 		return Observation{}, err
 	}
@@ -126,8 +126,8 @@ func observeMissing(project string, s spec, d Desired, p parts) (Observation, er
 }
 
 // observe reports an existing instance of ours.
-func observe(project string, s spec, d Desired, p parts) (Observation, error) {
-	inst := p.instance
+func (b *Backend) observe(s spec, d Desired, p parts) (Observation, error) {
+	project, inst := b.project, p.instance
 	o := Observation{
 		ID:             backend.FormatID(IDScheme, project, s.zone, s.name),
 		ConfigChecksum: metadataValue(inst, MetadataConfigChecksum),
@@ -151,7 +151,7 @@ func observe(project string, s spec, d Desired, p parts) (Observation, error) {
 	if p.firewall != nil {
 		o.Extra.FirewallName = s.name
 	}
-	diffs, err := proxyDiff(project, s, d, p)
+	diffs, err := b.proxyDiff(s, d, p)
 	if err != nil {
 		return Observation{}, err
 	}
@@ -169,12 +169,12 @@ func desiredChecksum(d Desired) (string, error) {
 }
 
 // proxyDiff lists every way the parts differ from d.
-func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
+func (b *Backend) proxyDiff(s spec, d Desired, p parts) ([]string, error) {
 	sum, err := desiredChecksum(d)
 	if err != nil {
 		return nil, err
 	}
-	wantFW, err := buildFirewall(project, s, d.Proxy.AllowedClientCIDRs, d.Ownership)
+	wantFW, err := buildFirewall(b.project, s, d.Proxy.AllowedClientCIDRs, d.Ownership)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func proxyDiff(project string, s spec, d Desired, p parts) ([]string, error) {
 	default:
 		diffs = append(diffs, firewallDiff(wantFW, p.firewall)...)
 	}
-	return append(diffs, instanceDiff(wanted(s, d, sum, ip), p.instance)...), nil
+	return append(diffs, instanceDiff(b.verifier, wanted(s, d, sum, ip), p.instance)...), nil
 }
 
 // instanceState maps an instance status to a state and a message.

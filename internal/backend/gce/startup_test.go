@@ -213,7 +213,7 @@ func (s *sandbox) write(t *testing.T, name, content string) {
 // user-data the backend puts in the instance metadata.
 func TestUserDataValidSchema(t *testing.T) {
 	bin := testenv.LookPath(t, "cloud-init", "Debian package cloud-init: hack/deps.sh cloud-init")
-	pc, err := renderConfig(desired(), nil)
+	pc, err := renderConfig(squid.NewVerifier(), desired(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if !ownedBy(inst.GetLabels(), d.Ownership) {
 		return backend.Permanent(errors.Errorf(errFmtNotOurs, "instance "+s.name))
 	}
-	replace, err := needsReplacement(s, d, inst, ip)
+	replace, err := b.needsReplacement(s, d, inst, ip)
 	if err != nil || !replace {
 		return err
 	}
@@ -72,7 +72,7 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 }
 
 // needsReplacement reports whether inst must be deleted and made again.
-func needsReplacement(s spec, d Desired, inst *computepb.Instance, ip string) (bool, error) {
+func (b *Backend) needsReplacement(s spec, d Desired, inst *computepb.Instance, ip string) (bool, error) {
 	if st, _ := instanceState(inst.GetStatus()); st == commonv1alpha1.StateStopped || st == commonv1alpha1.StateTerminated {
 		return true, nil
 	}
@@ -80,7 +80,7 @@ func needsReplacement(s spec, d Desired, inst *computepb.Instance, ip string) (b
 	if err != nil {
 		return false, backend.Permanent(errors.Wrap(err, errRender))
 	}
-	return len(instanceDiff(wanted(s, d, squid.Checksum(conf), ip), inst)) > 0, nil
+	return len(instanceDiff(b.verifier, wanted(s, d, squid.Checksum(conf), ip), inst)) > 0, nil
 }
 
 // deleteInstance deletes inst, and reports whether it is gone. The request ID holds the instance's numeric

@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -123,9 +124,12 @@ func (w *watchCache) start() bool {
 		return false
 	}
 	c, err := cache.New(w.cfg, cache.Options{
-		Scheme:                   w.scheme,
-		DefaultLabelSelector:     labels.NewSelector().Add(*ours),
-		ByObject:                 map[client.Object]cache.ByObject{&corev1.Node{}: {Label: labels.Everything()}},
+		Scheme:               w.scheme,
+		DefaultLabelSelector: labels.NewSelector().Add(*ours),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Label: labels.Everything(), Transform: slimNode},
+			&corev1.Pod{}:  {Transform: slimPod},
+		},
 		DefaultTransform:         cache.TransformStripManagedFields(),
 		DefaultWatchErrorHandler: w.watchError,
 	})
@@ -134,6 +138,12 @@ func (w *watchCache) start() bool {
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	// Observe lists an instance's pods by label; without an index that is a
+	// scan of every pod of the namespace, per Observe.
+	if err := c.IndexField(ctx, &corev1.Pod{}, podInstanceField, podInstance); err != nil {
+		cancel()
+		return false
+	}
 	for _, k := range watched {
 		i, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 		if err != nil {
@@ -183,22 +193,28 @@ func (w *watchCache) watchError(ctx context.Context, r *toolscache.Reflector, er
 // reader returns where to read the object of key (a list of its kind, when
 // key.name is empty) from.
 func (w *watchCache) reader(key objectKey) client.Reader {
+	r, _ := w.cached(key)
+	return r
+}
+
+// cached is reader, and whether it is the cache.
+func (w *watchCache) cached(key objectKey) (client.Reader, bool) {
 	if !w.start() {
-		return w.direct
+		return w.direct, false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i, ok := w.informers[key.kind]
 	if !ok || w.cache == nil || w.broken[key.kind.String()] || !i.HasSynced() {
-		return w.direct
+		return w.direct, false
 	}
 	if p, ok := w.pending[key]; ok {
 		if time.Since(p.at) < pendingTTL {
-			return w.direct
+			return w.direct, false
 		}
 		delete(w.pending, key)
 	}
-	return w.cache
+	return w.cache, true
 }
 
 // Get reads obj from the cache when it can serve it.
@@ -215,7 +231,39 @@ func (w *watchCache) List(ctx context.Context, list client.ObjectList, opts ...c
 	if kind == nil {
 		return w.direct.List(ctx, list, opts...)
 	}
-	return w.reader(objectKey{kind: kind}).List(ctx, list, opts...)
+	r, cached := w.cached(objectKey{kind: kind})
+	if cached {
+		opts = indexed(opts)
+	}
+	return r.List(ctx, list, opts...)
+}
+
+// podInstanceField indexes pods by their instance label.
+const podInstanceField = "egressproxy.instance"
+
+func podInstance(o client.Object) []string {
+	if v, ok := o.GetLabels()[LabelInstance]; ok {
+		return []string{v}
+	}
+	return nil
+}
+
+// indexed adds to a list of pods that selects an instance label the field
+// selector of podInstanceField: the cache then reads the index, and the
+// label selector only checks the pods of that instance.
+func indexed(opts []client.ListOption) []client.ListOption {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	if lo.LabelSelector == nil || lo.FieldSelector != nil {
+		return opts
+	}
+	reqs, _ := lo.LabelSelector.Requirements()
+	for _, r := range reqs {
+		if r.Key() == LabelInstance && (r.Operator() == selection.Equals || r.Operator() == selection.DoubleEquals) && r.Values().Len() == 1 {
+			return append(opts, client.MatchingFields{podInstanceField: r.Values().List()[0]})
+		}
+	}
+	return opts
 }
 
 // wrote records a write of obj (deleted: a delete) the watch has yet to
@@ -377,4 +425,55 @@ func (r recording) Delete(ctx context.Context, obj client.Object, opts ...client
 		r.w.wrote(obj, true)
 	}
 	return err
+}
+
+// slimPod keeps of a Pod only what Observe reads (egressIPs, podProblem)
+// and what the cache selects and tracks it by: at a few thousand pods their
+// specs, annotations and managed fields would be most of the cache.
+func slimPod(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: slimMeta(p.ObjectMeta),
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions},
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name:                 c.Name,
+			State:                corev1.ContainerState{Waiting: c.State.Waiting},
+			LastTerminationState: corev1.ContainerState{Terminated: c.LastTerminationState.Terminated},
+		})
+	}
+	return out, nil
+}
+
+// slimNode keeps of a Node only its addresses (egressIPs): every node of
+// the cluster is cached, and a node's images and status are large.
+func slimNode(in any) (any, error) {
+	n, ok := in.(*corev1.Node)
+	if !ok {
+		return in, nil
+	}
+	return &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: slimMeta(n.ObjectMeta),
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
+}
+
+// slimMeta keeps what the cache indexes and selects by (namespace, name,
+// labels), what tracks versions and deletion, and nothing else.
+func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace:         m.Namespace,
+		Name:              m.Name,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Labels:            m.Labels,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -87,6 +88,122 @@ func TestWatchCachePending(t *testing.T) {
 			_, got.Pending = w.pending[objectKey{kind: reflect.TypeOf(&corev1.ConfigMap{}), namespace: testNS, name: testName}]
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestSlimPod shows that the cache's slim pods and nodes answer Observe's
+// questions as the full objects do.
+func TestSlimPod(t *testing.T) {
+	now := metav1.Now()
+	full := func(mod func(p *corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "p", ResourceVersion: "7", Labels: selector(testName),
+				Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "squid", Image: "squid", Args: []string{"-N"}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "squid", Image: "squid", ImageID: "sha256:x"}}},
+		}
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	cases := map[string]struct {
+		reason string
+		pod    *corev1.Pod
+	}{
+		"Ready": {
+			reason: "A ready pod is ready.",
+			pod:    full(nil),
+		},
+		"Deleting": {
+			reason: "A deleting pod is not ready.",
+			pod:    full(func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
+		},
+		"CrashLoop": {
+			reason: "A crash-looping container is reported with its last exit.",
+			pod: full(func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}
+				p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "bad config"}
+			}),
+		},
+		"Unschedulable": {
+			reason: "An unschedulable pod is reported.",
+			pod: full(func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes"}}
+			}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := slimPod(tc.pod.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			slim := out.(*corev1.Pod)
+			type answers struct {
+				Ready   bool
+				Problem string
+				Node    string
+				Labels  map[string]string
+				Version string
+			}
+			ask := func(p *corev1.Pod) answers {
+				return answers{podReady(*p), podProblem([]corev1.Pod{*p}), p.Spec.NodeName, p.Labels, p.ResourceVersion}
+			}
+			if diff := cmp.Diff(ask(tc.pod), ask(slim)); diff != "" {
+				t.Errorf("\n%s\nslimPod: -full, +slim:\n%s", tc.reason, diff)
+			}
+			if len(slim.Spec.Containers) != 0 || slim.Annotations != nil || slim.ManagedFields != nil {
+				t.Errorf("\n%s\nslimPod kept the spec, annotations or managed fields: %+v", tc.reason, slim)
+			}
+		})
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "203.0.113.7"}},
+			Images: []corev1.ContainerImage{{Names: []string{"squid"}, SizeBytes: 1}}},
+	}
+	out, err := slimNode(node.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: node.Status.Addresses}}
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("slimNode: -want, +got:\n%s", diff)
+	}
+}
+
+// TestIndexed shows which pod lists read the instance index of the cache.
+func TestIndexed(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		opts   []client.ListOption
+		want   string
+	}{
+		"Instance": {
+			reason: "A list by an instance's selector reads the index of that instance.",
+			opts:   []client.ListOption{client.InNamespace(testNS), client.MatchingLabels(selector(testName))},
+			want:   "metadata.namespace=" + testNS + ",fields=" + podInstanceField + "=" + testName,
+		},
+		"NoInstance": {
+			reason: "A list without an instance label scans, as before.",
+			opts:   []client.ListOption{client.InNamespace(testNS), client.MatchingLabels{LabelName: appName}},
+			want:   "metadata.namespace=" + testNS + ",fields=",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			lo := &client.ListOptions{}
+			lo.ApplyOptions(indexed(tc.opts))
+			got := "metadata.namespace=" + lo.Namespace + ",fields="
+			if lo.FieldSelector != nil {
+				got += lo.FieldSelector.String()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nindexed(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

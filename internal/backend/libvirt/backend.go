@@ -17,6 +17,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // IDScheme is the scheme of instance IDs: libvirt://POOL/NAME.
@@ -50,6 +51,10 @@ type Backend struct {
 	probe bool
 	// afterStep lets tests simulate a crash after a step of Create.
 	afterStep func(step string) error
+	// verifier remembers which htpasswd files accept which credentials,
+	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
+	// its memory goes with the provider config it serves.
+	verifier *squid.Verifier
 }
 
 // An Option configures a Backend.
@@ -73,6 +78,12 @@ func WithClock(now func() time.Time) Option {
 	return func(b *Backend) { b.now = now }
 }
 
+// WithVerifier sets the Verifier of htpasswd files, e.g. one shared by the
+// backends of a test. By default each Backend has its own.
+func WithVerifier(v *squid.Verifier) Option {
+	return func(b *Backend) { b.verifier = v }
+}
+
 // New returns a backend for the libvirt daemon t names. It does not dial:
 // the connection is made by the first call, bounded by its context, and
 // made again whenever it breaks. Errors are Permanent: t must change.
@@ -86,7 +97,7 @@ func New(t dialer.Target, opts ...Option) (*Backend, error) {
 }
 
 func newBackend(svc service, closer io.Closer, opts ...Option) *Backend {
-	b := &Backend{svc: svc, closer: closer, boot: []string{bootDisk}, now: time.Now}
+	b := &Backend{svc: svc, closer: closer, boot: []string{bootDisk}, now: time.Now, verifier: squid.NewVerifier()}
 	for _, o := range opts {
 		o(b)
 	}

@@ -19,7 +19,6 @@ import (
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 const (
@@ -147,7 +146,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	want := wanted(p, mac, sum)
 	if d.Params.UserDataSecretRef == nil && d.Credentials.Username != "" {
 		want.CredentialsMatch = func(h string) bool {
-			return squid.HtpasswdMatches([]byte(h), d.Credentials.Username, d.Credentials.Password)
+			return b.verifier.HtpasswdMatches([]byte(h), d.Credentials.Username, d.Credentials.Password)
 		}
 	}
 	diffs := diff(want, vm)

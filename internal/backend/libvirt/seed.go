@@ -108,7 +108,7 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
-	ht, err := squid.Htpasswd(d.Credentials.Username, d.Credentials.Password)
+	ht, err := b.verifier.Htpasswd(d.Credentials.Username, d.Credentials.Password)
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errHtpasswd))
 	}
