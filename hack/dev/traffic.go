@@ -40,6 +40,8 @@ func trafficSiteOf(c *cluster.Cluster, b cluster.Backend) (trafficSite, bool) {
 		return trafficSite{netns: c.Libvirt.NetNS, clientCIDR: c.Libvirt.Prepared.Subnet.String()}, true
 	case b == cluster.BackendKubernetes && c.Node != nil:
 		return trafficSite{netns: c.Node.NetNS, clientCIDR: node.PodSubnet, resolve: traffic.ServiceResolver(c.Client)}, true
+	case b == cluster.BackendGCP && c.GCE != nil && c.GCE.Guests != nil:
+		return trafficSite{netns: c.GCE.Guests.NetNS, clientCIDR: c.GCE.Guests.Prepared.Subnet.String()}, true
 	}
 	return trafficSite{}, false
 }
