@@ -64,6 +64,13 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if ns == "" {
 		return o, backend.Permanent(errors.New(errNoNamespace))
 	}
+	if b.watch != nil {
+		// The cache keeps its last state through an outage; report the
+		// outage, not that state.
+		if err := b.watch.vouch(ctx); err != nil {
+			return o, err
+		}
+	}
 	l, err := b.read(ctx, ns, d.Name)
 	if err != nil {
 		return o, err

@@ -8,11 +8,13 @@ package kubernetes
 
 import (
 	"context"
+	"io"
 	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -42,10 +44,11 @@ const pendingTTL = 30 * time.Second
 //
 // A kind is read from the API server instead while its informer has not
 // synced or its list or watch failed (credentials without list or watch on
-// it, such as no cluster-wide list on nodes): the cache is a saving, never
-// a condition. An object this backend wrote is read from the API server
-// until its watch delivers the write, so Observe after Create or Update
-// sees what they did.
+// it, such as no cluster-wide list on nodes), and for a while after the
+// target's API server did not answer (see liveness): the cache is a saving,
+// never a condition. While it does not answer, Observe fails (vouch). An
+// object this backend wrote is read from the API server until its watch
+// delivers the write, so Observe after Create or Update sees what they did.
 //
 // A change to, or deletion of, an owned Deployment, ConfigMap, Secret,
 // Service or PodDisruptionBudget is reported to the function Watch set.
@@ -64,6 +67,8 @@ type watchCache struct {
 	broken    map[string]bool
 	pending   map[objectKey]pendingWrite
 	notify    func(backend.Ownership)
+	// live tells whether the cache can be vouched for (see liveness).
+	live *liveness
 }
 
 // objectKey names one object of one kind.
@@ -100,12 +105,21 @@ func newWatchCache(cfg *rest.Config, s *runtime.Scheme, direct kube) *watchCache
 	// A watch is a long request: the per-call timeout of the backend's
 	// client would cut every watch short.
 	cfg.Timeout = 0
-	return &watchCache{
+	w := &watchCache{
 		cfg: cfg, scheme: s, direct: direct,
 		informers: map[reflect.Type]cache.Informer{},
 		broken:    map[string]bool{},
 		pending:   map[objectKey]pendingWrite{},
 	}
+	probe, err := readyz(cfg)
+	if err != nil {
+		// A cache nothing vouches for is worse than none: reads go to the
+		// API server.
+		w.started = true
+		return w
+	}
+	w.live = newLiveness(probe)
+	return w
 }
 
 // start starts the informers once; it reports whether the cache runs.
@@ -180,14 +194,35 @@ func (w *watchCache) Close() error {
 }
 
 // watchError marks a kind whose list or watch is refused: it is read from
-// the API server from then on. Other errors are retried by the informer.
+// the API server from then on. Other errors are retried by the informer;
+// one that is not the normal end of a watch means the cache may miss
+// changes, so it is not read until a check finds the target answering.
+// (A refused connection is retried inside the reflector and never gets
+// here: the check of live finds that.)
 func (w *watchCache) watchError(ctx context.Context, r *toolscache.Reflector, err error) {
 	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-	if kerrors.IsForbidden(err) || kerrors.IsUnauthorized(err) || kerrors.IsNotFound(err) {
+	switch {
+	case kerrors.IsForbidden(err) || kerrors.IsUnauthorized(err) || kerrors.IsNotFound(err):
 		w.mu.Lock()
 		w.broken[r.TypeDescription()] = true
 		w.mu.Unlock()
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.Canceled),
+		kerrors.IsResourceExpired(err), kerrors.IsGone(err), kerrors.IsTooManyRequests(err), ctx.Err() != nil:
+		// The normal end of a watch, throttling, or Close.
+	default:
+		w.live.failed(err)
 	}
+}
+
+// vouch returns a Transient error while the target's API server does not
+// answer and the cache serves reads: its last state is then no news of
+// the instance. It asks the API server at most once per liveInterval.
+func (w *watchCache) vouch(ctx context.Context) error {
+	if !w.start() {
+		// Reads go to the API server, and fail by themselves.
+		return nil
+	}
+	return w.live.check(ctx)
 }
 
 // reader returns where to read the object of key (a list of its kind, when
@@ -205,7 +240,7 @@ func (w *watchCache) cached(key objectKey) (client.Reader, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i, ok := w.informers[key.kind]
-	if !ok || w.cache == nil || w.broken[key.kind.String()] || !i.HasSynced() {
+	if !ok || w.cache == nil || w.broken[key.kind.String()] || !i.HasSynced() || !w.live.fresh() {
 		return w.direct, false
 	}
 	if p, ok := w.pending[key]; ok {
