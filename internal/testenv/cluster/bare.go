@@ -27,7 +27,6 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{opts: o, Dir: o.Dir}
 	c.Tools.KubeControllerManager = cached("kube-controller-manager")
 	c.Tools.Kwok = cached("kwok")
-	c.Tools.KubeScheduler = cached("kube-scheduler")
 	var missing []string
 	if c.Tools.KubeControllerManager == "" {
 		missing = append(missing, "kube-controller-manager")
@@ -53,7 +52,7 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 		{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startBareControlPlane},
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
 		{name: "kwok and fake nodes", log: "kwok.log", fn: c.startNodes},
-		{name: "scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
+		{name: "pod binder", fn: c.startScheduler},
 	}
 	for _, s := range steps {
 		sctx, cancel := context.WithTimeout(ctx, defaultTimeout)

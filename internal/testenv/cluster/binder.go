@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// A binder stands in for kube-scheduler when it is not built: it binds each
+// A binder stands in for kube-scheduler: it binds each
 // pending pod to a fake node that matches its nodeSelector and whose taints
 // it tolerates, spreading pods round robin. That is all the proxies need:
 // their pods go where their Deployment's nodeSelector and tolerations allow.

@@ -189,7 +189,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// KubernetesProxy pods run squid on the real node; kwok's fake
 		// nodes stand in only where a real node cannot run.
 		{name: "a real node (or kwok's fake nodes)", fn: c.startAnyNodes},
-		{name: "scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
+		{name: "pod binder", fn: c.startScheduler},
 		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
 		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
 		// A cold Go build cache takes minutes on 2 busy cores.

@@ -143,14 +143,9 @@ func (c *Cluster) nodeReady(ctx context.Context, i int) (bool, error) {
 	return false, nil
 }
 
-// startScheduler runs kube-scheduler when it is built, and otherwise binds
-// pods to the fake nodes itself.
+// startScheduler binds pending pods to the nodes (binder): nothing the
+// proxies need from kube-scheduler is missing, and one tool less is built.
 func (c *Cluster) startScheduler(ctx context.Context) error {
-	if c.Tools.KubeScheduler != "" {
-		_, err := c.sup.start("kube-scheduler", c.Tools.KubeScheduler,
-			[]string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0"}, nil)
-		return err
-	}
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return errors.Wrap(err, errClient)

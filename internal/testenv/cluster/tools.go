@@ -27,8 +27,6 @@ type Tools struct {
 	// KubeControllerManager runs the garbage collector and the Deployment
 	// and ReplicaSet controllers.
 	KubeControllerManager string
-	// KubeScheduler is optional: without it, Start binds pods itself.
-	KubeScheduler string
 	// Kwok fakes the kubelets of the nodes.
 	Kwok string
 	// CrossplaneCore is the Crossplane controller (crossplane core start).
@@ -58,8 +56,6 @@ func FindTools() (Tools, []string) {
 		Crossplane:            get("crossplane"),
 		Kubectl:               get("kubectl"),
 	}
-	// Optional: tools.sh may not know it yet.
-	t.KubeScheduler = cached("kube-scheduler")
 	return t, missing
 }
 
