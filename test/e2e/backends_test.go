@@ -38,9 +38,6 @@ type backendCase struct {
 	// failure sets up a claim whose backend fails, and the message that
 	// must explain it.
 	failure failureCase
-	// cannotBeReady says why a proxy of this backend cannot become Ready
-	// here, or "": the specs that need a Ready proxy are then skipped.
-	cannotBeReady func() string
 	// readyTimeout bounds a proxy's way to Ready; the suite's readyTimeout
 	// when zero. A real guest boots for a while under TCG.
 	readyTimeout time.Duration
@@ -125,11 +122,6 @@ func (r *backendRun) wiredOrSkip() {
 
 func (r *backendRun) readyOrSkip() {
 	r.wiredOrSkip()
-	if r.bc.cannotBeReady != nil {
-		if why := r.bc.cannotBeReady(); why != "" {
-			Skip(why)
-		}
-	}
 }
 
 func (r *backendRun) afterReady() {
