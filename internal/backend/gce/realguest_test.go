@@ -32,6 +32,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake/guestvm"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
 // The real-guest test runs the startup-script and user-data this backend
@@ -300,31 +301,8 @@ func listenHTTP(t *testing.T, ns, addr string, h http.Handler) string {
 // proxyGet sends GET target through the proxy at endpoint, as user (none
 // when nil), from inside the network namespace ns.
 func proxyGet(ctx context.Context, ns, endpoint string, user *url.Userinfo, target string) (int, string, error) {
-	c := &http.Client{
-		Timeout: 20 * time.Second,
-		Transport: &http.Transport{
-			Proxy:             http.ProxyURL(&url.URL{Scheme: "http", Host: endpoint, User: user}),
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
-				err = libvirtd.InNetNS(ns, func() (err error) {
-					conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return conn, err
-			},
-		},
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close() //nolint:errcheck // Read below.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return resp.StatusCode, string(body), err
+	r, err := traffic.Client{NetNS: ns, Proxy: &url.URL{Scheme: "http", Host: endpoint, User: user}}.Get(ctx, target)
+	return r.Code, r.Body, err
 }
 
 // guestRun runs a shell command in the guest through the QEMU guest agent
