@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
@@ -153,7 +154,8 @@ func TestInstallConfiguration(t *testing.T) {
 	upgrades := make(chan error, 1)
 	go func() { upgrades <- buildUpgrades(ctx, cli, reg, repo, dir) }()
 	fake := gcefake.NewTestServer(t, gcefake.WithProjects(gcpProject), gcefake.WithRequireAuth())
-	go guest(ctx, fake)
+	// No VM runs here: stand in for every guest's serving report.
+	go proxyguest.Run(ctx, fake, proxyguest.DefaultEvery)
 	if !t.Run("RunPackages", func(t *testing.T) {
 		applyExtraRoles(ctx, t, p.kube)
 		runActive(ctx, t, w, dir, version, "")

@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
@@ -184,31 +183,6 @@ func waitActive(ctx context.Context, t *testing.T, c client.Client, gvk schema.G
 		return false, strings.Join(seen, "; ")
 	})
 	return out
-}
-
-// guest stands in for the guest of every GCE fake instance: it reports that
-// squid serves the configuration in the instance's metadata, as the
-// startup-script's reporter does.
-func guest(ctx context.Context, fake *gcefake.Server) {
-	for {
-		for _, inst := range fake.Instances() {
-			md := map[string]string{}
-			for _, it := range inst.GetMetadata().GetItems() {
-				md[it.GetKey()] = it.GetValue()
-			}
-			if inst.GetStatus() != "RUNNING" || md[gce.MetadataEnableGuestAttributes] != "TRUE" {
-				continue
-			}
-			zone := inst.GetZone()[strings.LastIndex(inst.GetZone(), "/")+1:]
-			v := gce.GuestReport(gce.GuestServing, md[gce.MetadataConfigChecksum], time.Now(), "")
-			_ = fake.SetGuestAttribute(gcpProject, zone, inst.GetName(), gce.GuestAttributePath, v)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
-	}
 }
 
 // createProxies creates the provider configs of the kubernetes and gcp
