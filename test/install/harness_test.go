@@ -9,6 +9,7 @@ package install
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
@@ -193,22 +195,16 @@ func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, r
 		fmt.Sprintf("--metrics-port=%d", freePort(t)), fmt.Sprintf("--health-probe-port=%d", health),
 		"--poll-interval=15s", "--debug",
 	}
-	// Core calls a function at the endpoint on its FunctionRevision, a
-	// Service name (dns:///<package>.crossplane-system:<port>) as the
-	// Deployment runtime sets it and the function's certificate names. There
-	// is no cluster DNS here: core runs in a private mount namespace whose
-	// /etc/hosts maps those names to loopback, where the harness serves.
-	hosts := filepath.Join(dir, "hosts")
-	b := "127.0.0.1 localhost\n::1 localhost\n127.0.0.1 " + strings.Join(serviceDNSNames(functionName), " ") + "\n"
-	if err := os.WriteFile(hosts, []byte(b), 0o644); err != nil { //nolint:gosec // Read by core, not secret.
+	// Core reaches the function the harness runs through a private
+	// /etc/hosts (pkgruntime.WithPrivateHosts).
+	bin, wrapped, err := pkgruntime.WithPrivateHosts(ctx, filepath.Join(dir, "hosts"), []string{functionName}, core, args...)
+	if errors.Is(err, pkgruntime.ErrMissing) {
+		testenv.Missing(t, "%v", err)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.CommandContext(ctx, "unshare", "--mount", "true").CombinedOutput(); err != nil {
-		testenv.Missing(t, "cannot run crossplane core in a private mount namespace (unshare --mount, needs root): %v: %s", err, out)
-	}
-	wrapped := append([]string{"--mount", "--propagation", "private", "sh", "-c",
-		`mount --bind "$0" /etc/hosts && exec "$@"`, hosts, core}, args...)
-	if _, err := spawn(t, filepath.Join(p.logDir, "crossplane.log"), append(os.Environ(), env...), "unshare", wrapped...); err != nil {
+	if _, err := spawnEnv(t, filepath.Join(p.logDir, "crossplane.log"), env, bin, wrapped...); err != nil {
 		t.Fatalf("cannot start crossplane core: %v", err)
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
@@ -224,17 +220,22 @@ func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, r
 
 // startRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
 // beside core: it makes each ProviderRevision's ClusterRoles and binds the
-// system one to the ServiceAccount of the revision's Deployment.
-func startRBACManager(t *testing.T, p *plane, core string) {
+// system one to the ServiceAccount of the revision's Deployment. Its metrics
+// port is fixed at :8080, so it waits for any other harness's to stop.
+func startRBACManager(ctx context.Context, t *testing.T, p *plane, core string) {
 	t.Helper()
-	// Its metrics port is fixed at 8080 (no flag): say so if taken.
+	release, err := pkgruntime.LockRBACManagerPort(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 	if l, err := net.Listen("tcp", ":8080"); err != nil {
 		testenv.Missing(t, "the RBAC manager serves metrics on :8080, which is taken: %v", err)
 	} else {
 		_ = l.Close()
 	}
-	env := append(os.Environ(), "KUBECONFIG="+p.kubeconfig, "POD_NAMESPACE="+xpNamespace)
-	if _, err := spawn(t, filepath.Join(p.logDir, "rbac-manager.log"), env, core, "rbac", "start", "--debug"); err != nil {
+	env := []string{"KUBECONFIG=" + p.kubeconfig, "POD_NAMESPACE=" + xpNamespace}
+	if _, err := spawnEnv(t, filepath.Join(p.logDir, "rbac-manager.log"), env, core, append(pkgruntime.RBACManagerArgs(), "--debug")...); err != nil {
 		t.Fatalf("cannot start the RBAC manager: %v", err)
 	}
 }
@@ -245,15 +246,16 @@ type proc struct {
 	done chan struct{}
 }
 
-// spawn starts bin, logging to logFile (appended), and stops it when owner
-// ends; the process is killed with the test binary, however that ends.
-func spawn(owner *testing.T, logFile string, env []string, bin string, args ...string) (*proc, error) {
+// spawnEnv starts bin with env added to the test's environment, logging to
+// logFile (appended), and stops it when owner ends; the process is killed
+// with the test binary, however that ends.
+func spawnEnv(owner *testing.T, logFile string, env []string, bin string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // The test's own log.
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...) //nolint:gosec // The harness's own binaries.
-	cmd.Env = env
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Pdeathsig follows the thread that forks: keep that thread alive for
 	// the child's lifetime.
@@ -273,12 +275,12 @@ func spawn(owner *testing.T, logFile string, env []string, bin string, args ...s
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	owner.Cleanup(p.stop)
+	owner.Cleanup(p.Stop)
 	return p, nil
 }
 
-// stop ends the process as a kubelet ends a container: SIGTERM, then SIGKILL.
-func (p *proc) stop() {
+// Stop ends the process as a kubelet ends a container: SIGTERM, then SIGKILL.
+func (p *proc) Stop() {
 	if p.exited() {
 		return
 	}
@@ -290,6 +292,9 @@ func (p *proc) stop() {
 		<-p.done
 	}
 }
+
+// Exited is closed when the process has exited.
+func (p *proc) Exited() <-chan struct{} { return p.done }
 
 func (p *proc) exited() bool {
 	select {

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,6 +32,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
@@ -94,13 +94,12 @@ func TestInstallConfiguration(t *testing.T) {
 	p.kube, p.cfg, p.kubeconfig = startControlPlane(t, dir)
 	p.auditLog = filepath.Join(dir, "audit.log")
 	startCrossplane(ctx, t, p, core, reg, dir)
-	startRBACManager(t, p, core)
+	startRBACManager(ctx, t, p, core)
 	// The harness is the External runtime: it does what Crossplane's
 	// runtime hooks would (runtime_test.go) and, from RunPackages on, runs
 	// the packages' binaries as the Deployment runtime's pods would
 	// (workload_test.go). Until then it reports no function endpoint.
-	w := newWorkloads(t, p, dir)
-	externalRuntime(ctx, t, p.kube, w.endpoint)
+	w := newWorkloads(ctx, t, p, dir)
 	t.Logf("control plane and Crossplane core ready in %s", time.Since(began).Round(100*time.Millisecond))
 	if err := <-pushed; err != nil {
 		t.Fatalf("make xpkg REGISTRY=%s VERSION=%s: %v", repo, version, err)
@@ -157,7 +156,9 @@ func TestInstallConfiguration(t *testing.T) {
 	// No VM runs here: stand in for every guest's serving report.
 	go proxyguest.Run(ctx, fake, proxyguest.DefaultEvery)
 	if !t.Run("RunPackages", func(t *testing.T) {
-		applyExtraRoles(ctx, t, p.kube)
+		if err := pkgruntime.ApplyExtraRoles(ctx, p.kube); err != nil {
+			t.Fatal(err)
+		}
 		runActive(ctx, t, w, dir, version, "")
 	}) {
 		return
@@ -174,7 +175,7 @@ func TestInstallConfiguration(t *testing.T) {
 		return
 	}
 	t.Run("ProviderIdentity", func(t *testing.T) {
-		assertProviderIdentity(ctx, t, w, w.providerRev)
+		assertProviderIdentity(ctx, t, w, w.ProviderRevision())
 	})
 	if !t.Run("MissingPermission", func(t *testing.T) {
 		assertMissingPermission(ctx, t, w)
@@ -196,18 +197,12 @@ func TestInstallConfiguration(t *testing.T) {
 
 // buildAndPush runs what make xpkg REGISTRY=repo VERSION=version runs, with
 // the package overlay XPKG_OVERLAY=overlay unless empty, for the parts given
-// (default all three).
+// (default all four).
 func buildAndPush(ctx context.Context, cli string, reg *registry.Registry, repo, version, out, overlay string, parts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "xpkg.sh"), parts...)
-	cmd.Dir = testenv.RepoRoot()
-	cmd.Env = append(os.Environ(), "REGISTRY="+repo, "VERSION="+version, "REGISTRY_CA="+reg.CAFile,
-		"OUTPUT_DIR="+out, "CROSSPLANE="+cli, "XPKG_OVERLAY="+overlay)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w\n%s", err, b)
-	}
-	return nil
+	b := pkgruntime.Build{CLI: cli, Repo: repo, CAFile: reg.CAFile, Version: version, Out: out, Overlay: overlay, Parts: parts}
+	return b.Run(ctx)
 }
 
 // waitInstalled waits until the Configuration and the two packages the

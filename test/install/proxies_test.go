@@ -36,6 +36,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
@@ -52,7 +53,7 @@ const (
 	upgradeVersion = "v0.2.0"
 	brokenVersion  = "v0.3.0"
 	// printerColumn is v0.2.0's change: a printer column on KubernetesProxy.
-	printerColumn = "TARGET-NAMESPACE"
+	printerColumn = pkgruntime.UpgradePrinterColumn
 )
 
 var (
@@ -72,31 +73,8 @@ var (
 // a Configuration that needs a Crossplane that does not exist.
 func buildUpgrades(ctx context.Context, cli string, reg *registry.Registry, repo, dir string) error {
 	root := testenv.RepoRoot()
-	crd := "kubernetes.m.egressproxy.io_kubernetesproxies.yaml"
-	b, err := os.ReadFile(filepath.Join(root, "package", "provider", "crds", crd)) //nolint:gosec // A file of this repository.
-	if err != nil {
-		return err
-	}
-	u := map[string]any{}
-	if err := yaml.Unmarshal(b, &u); err != nil {
-		return err
-	}
-	versions, _, _ := unstructured.NestedSlice(u, "spec", "versions")
-	for i := range versions {
-		v := versions[i].(map[string]any) //nolint:forcetypeassert // A CRD's versions are objects.
-		cols, _ := v["additionalPrinterColumns"].([]any)
-		v["additionalPrinterColumns"] = append(cols, map[string]any{
-			"name": printerColumn, "type": "string", "jsonPath": ".spec.forProvider.namespace", "priority": int64(1)})
-	}
-	_ = unstructured.SetNestedSlice(u, versions, "spec", "versions")
-	if b, err = yaml.Marshal(u); err != nil {
-		return err
-	}
 	up := filepath.Join(dir, "overlay-"+upgradeVersion)
-	if err := os.MkdirAll(filepath.Join(up, "provider", "crds"), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(up, "provider", "crds", crd), b, 0o600); err != nil {
+	if err := pkgruntime.WriteUpgradeOverlay(up); err != nil {
 		return err
 	}
 	if err := buildAndPush(ctx, cli, reg, repo, upgradeVersion, filepath.Join(dir, "out-"+upgradeVersion), up); err != nil {
@@ -142,21 +120,24 @@ func runActive(ctx context.Context, t *testing.T, w *workloads, dir, v string, o
 		// Both, while the old process still runs.
 		sas = append(sas, oldSA)
 	}
-	if err := bindExtraRoles(ctx, w.p.kube, sas...); err != nil {
+	if err := pkgruntime.BindExtraRoles(ctx, w.p.kube, sas...); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.runProvider(ctx, prev, filepath.Join(binDir(dir, v), "provider")); err != nil {
+	if err := w.RunProvider(ctx, prev, filepath.Join(binDir(dir, v), "provider"),
+		// What a DeploymentRuntimeConfig would pass: a short poll, so the
+		// test sees changes quickly.
+		"--poll=10s", "--health-interval=10s", "--debug"); err != nil {
 		t.Fatalf("cannot run the provider of %s: %v", prev.GetName(), err)
 	}
-	if err := bindExtraRoles(ctx, w.p.kube, prev.GetName()); err != nil {
+	if err := pkgruntime.BindExtraRoles(ctx, w.p.kube, prev.GetName()); err != nil {
 		t.Fatal(err)
 	}
 	frev := waitActive(ctx, t, w.p.kube, gvFunctionRevision, functionName, v)
-	if err := w.runFunction(ctx, frev, filepath.Join(binDir(dir, v), "function")); err != nil {
+	if err := w.RunFunction(ctx, frev, filepath.Join(binDir(dir, v), "function"), "--debug"); err != nil {
 		t.Fatalf("cannot run the function of %s: %v", frev.GetName(), err)
 	}
 	t.Logf("the harness runs the provider of %s as ServiceAccount %s/%s and the function of %s at %s",
-		prev.GetName(), xpNamespace, prev.GetName(), frev.GetName(), w.endpoint(functionName))
+		prev.GetName(), xpNamespace, prev.GetName(), frev.GetName(), w.Endpoint(functionName))
 }
 
 // waitActive waits for the package's active revision of version v to be
@@ -421,8 +402,8 @@ func contains(s []string, v string) bool {
 // the audit log holds from the provider binary was made as one of sas.
 func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas ...string) {
 	t.Helper()
-	want := "system:serviceaccount:" + xpNamespace + ":" + w.providerRev
-	who, err := whoAmI(ctx, filepath.Join(w.dir, "kubeconfig-"+w.providerRev))
+	want := "system:serviceaccount:" + xpNamespace + ":" + w.ProviderRevision()
+	who, err := pkgruntime.WhoAmI(ctx, w.Kubeconfig(w.ProviderRevision()))
 	if err != nil || who != want {
 		t.Errorf("the provider's kubeconfig authenticates as %q (%v), want %q", who, err, want)
 	}
@@ -439,7 +420,7 @@ func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas
 	var roles []string
 	bound := func(subjects []rbacv1.Subject, ref rbacv1.RoleRef, where string) {
 		for _, s := range subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == xpNamespace && s.Name == w.providerRev {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == xpNamespace && s.Name == w.ProviderRevision() {
 				roles = append(roles, where+ref.Kind+" "+ref.Name)
 			}
 		}
@@ -451,7 +432,7 @@ func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas
 		bound(b.Subjects, b.RoleRef, b.Namespace+": ")
 	}
 	sort.Strings(roles)
-	wantRoles := []string{"ClusterRole crossplane:provider:" + w.providerRev + ":system", "ClusterRole " + roleInjectedIdentity,
+	wantRoles := []string{"ClusterRole crossplane:provider:" + w.ProviderRevision() + ":system", "ClusterRole " + roleInjectedIdentity,
 		"ClusterRole " + roleInstance}
 	sort.Strings(wantRoles)
 	if diff := cmp.Diff(wantRoles, roles); diff != "" {
@@ -518,7 +499,7 @@ func assertMissingPermission(ctx context.Context, t *testing.T, w *workloads) {
 		return false, conditions(u)
 	})
 	t.Logf("without %s: KubernetesProxy Synced=False %s", roleInjectedIdentity, seen)
-	if err := bindExtraRoles(ctx, c, w.providerRev); err != nil {
+	if err := pkgruntime.BindExtraRoles(ctx, c, w.ProviderRevision()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 90*time.Second, "the KubernetesProxy to be made once the ClusterRole is bound again", func() (bool, string) {
@@ -546,7 +527,7 @@ func assertMissingPermission(ctx context.Context, t *testing.T, w *workloads) {
 func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefake.Server, dir string) {
 	c := w.p.kube
 	before := world(ctx, t, c, fake)
-	oldProvider, oldFunction := w.providerRev, activeRevision(ctx, t, c, gvFunctionRevision, functionName)
+	oldProvider, oldFunction := w.ProviderRevision(), activeRevision(ctx, t, c, gvFunctionRevision, functionName)
 	watching := watchProxies(ctx, c)
 	start := time.Now()
 	setPackage(ctx, t, c, upgradeVersion)
@@ -554,7 +535,7 @@ func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefak
 	waitActive(ctx, t, c, gvConfigurationRevision, configuration, upgradeVersion)
 	t.Logf("UPGRADE TIME: Configuration %s → %s: Configuration, Provider and Function revisions rolled and healthy, "+
 		"the new provider and function running, in %s", version, upgradeVersion, time.Since(start).Round(100*time.Millisecond))
-	if w.providerRev == oldProvider {
+	if w.ProviderRevision() == oldProvider {
 		t.Errorf("the ProviderRevision did not roll: still %s", oldProvider)
 	}
 	if f := activeRevision(ctx, t, c, gvFunctionRevision, functionName); f == oldFunction {
@@ -580,7 +561,7 @@ func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefak
 	if diff := cmp.Diff(before, world(ctx, t, c, fake)); diff != "" {
 		t.Errorf("the upgrade deleted, recreated or rewrote backend instances or connection Secrets: -before, +after:\n%s", diff)
 	}
-	assertProviderIdentity(ctx, t, w, oldProvider, w.providerRev)
+	assertProviderIdentity(ctx, t, w, oldProvider, w.ProviderRevision())
 }
 
 // assertBrokenVersion moves the Configuration to v0.3.0, which needs a
@@ -589,7 +570,7 @@ func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefak
 func assertBrokenVersion(ctx context.Context, t *testing.T, w *workloads, fake *gcefake.Server) {
 	c := w.p.kube
 	before := world(ctx, t, c, fake)
-	prov, fn := w.providerRev, activeRevision(ctx, t, c, gvFunctionRevision, functionName)
+	prov, fn := w.ProviderRevision(), activeRevision(ctx, t, c, gvFunctionRevision, functionName)
 	watching := watchProxies(ctx, c)
 	setPackage(ctx, t, c, brokenVersion)
 	var seen string
@@ -622,7 +603,7 @@ func assertBrokenVersion(ctx context.Context, t *testing.T, w *workloads, fake *
 	if got := activeRevision(ctx, t, c, gvFunctionRevision, functionName); got != fn {
 		t.Errorf("active FunctionRevision: want %s, got %s", fn, got)
 	}
-	if w.provider.exited() || w.function.exited() {
+	if !w.Running() {
 		t.Errorf("the provider or the function exited")
 	}
 	// The changed claim's objects are updated in place: no identity
