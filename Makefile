@@ -52,7 +52,7 @@ unit-test: ## Run the Go tests, with whatever components are installed.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 e2e: ## Run only the end-to-end suite on a local Crossplane, with phase timings.
-	$(GO) test -v -timeout 25m ./test/e2e/
+	$(GO) test -v -timeout 30m ./test/e2e/
 
 fuzz: ## Fuzz the squid renderer for a short, bounded time.
 	$(GO) test -run='^$$' -fuzz=FuzzRender -fuzztime=$(FUZZTIME) ./internal/squid/

@@ -44,7 +44,6 @@ type options struct {
 	timeout   time.Duration
 	debug     bool
 	once      bool
-	provider  string
 }
 
 func main() {
@@ -54,7 +53,6 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", "team-a", "Namespace of the example claims.")
 	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "How long the claims may take to become Ready (a proxy VM booting under emulation takes minutes).")
 	flag.BoolVar(&o.debug, "debug", false, "Run Crossplane, the function and the provider with debug logs.")
-	flag.StringVar(&o.provider, "provider", "", "A provider binary to run instead of building cmd/provider.")
 	flag.BoolVar(&o.once, "once", false, "Stop once the claims are Ready, instead of running until Ctrl-C (for CI).")
 	flag.Parse()
 
@@ -85,7 +83,7 @@ func run(ctx context.Context, o options) error {
 	if err := envtestLog(filepath.Join(o.dir, "logs", "envtest.log")); err != nil {
 		return err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, Backends: backends, Debug: o.debug, ProviderBinary: o.provider, Logf: p.logf})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, Backends: backends, Debug: o.debug, Logf: p.logf})
 	if err != nil {
 		return err
 	}
@@ -104,6 +102,12 @@ func run(ctx context.Context, o options) error {
 	report(ctx, c, o.namespace, claims)
 	proxiedRequests(ctx, c, o.namespace, claims)
 	p.timings(c.Timings)
+	for _, t := range c.Timings {
+		if t.Step == cluster.StepInstall {
+			fmt.Printf("[dev] INSTALL TIME: Configurations applied → Configurations, Provider and Function installed from %s by Crossplane's package manager, every object established, in %s\n",
+				c.PackageRepo, t.Duration)
+		}
+	}
 	fmt.Printf(`
 [dev] Everything is running (%s since start).
       export KUBECONFIG=%s

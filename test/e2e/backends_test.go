@@ -106,7 +106,7 @@ type backendRun struct {
 	// last is what the claim was composed into when last looked at.
 	last composed
 	// notWired is set when the provider says the backend is not built in
-	// (a provider from E2E_PROVIDER_BINARY): the rest is skipped.
+	// (an older provider build): the rest is skipped.
 	notWired string
 	// ready is set once the claim was Ready: the later specs need that.
 	ready bool

@@ -5,13 +5,13 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Package e2e runs EgressProxy claims end to end on a real Crossplane: a
-// local control plane (internal/testenv/cluster) with Crossplane core, the
-// composition function, the provider, and the backends' test doubles.
+// local control plane (internal/testenv/cluster) with Crossplane core, whose
+// package manager installs the Configurations, the Provider and the
+// Function from a registry on loopback, and the backends' test doubles.
 //
 //	go test ./test/e2e/ -v            # all of it, with phase timings
 //	go test ./test/e2e/ -v -args -ginkgo.focus=kubernetes
 //	E2E_KEEP=1 ...                    # keep the state folder and logs
-//	E2E_PROVIDER_BINARY=PATH ...      # test that provider build, not cmd/provider
 //	E2E_DEBUG=1 ...                   # debug logs of Crossplane, function, provider
 package e2e
 
@@ -37,8 +37,9 @@ import (
 // that is shorter: Ginkgo then stops it and still runs the cleanup that
 // stops every process, where a go test timeout would kill the binary
 // without cleanup. Real KVM guests boot under TCG (three boots of one
-// claim), so run it with -timeout 25m (make e2e).
-const suiteBudget = 24 * time.Minute
+// claim, then a claim per backend at once for the upgrade), so run it with -timeout 30m
+// (make e2e).
+const suiteBudget = 28 * time.Minute
 
 // env is what every spec shares: the control plane and what runs on it.
 // Specs run in order in one process, so a package-level value is safe here.
@@ -80,8 +81,7 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	env.start = time.Now()
 	ctrllog.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
-	provider := os.Getenv("E2E_PROVIDER_BINARY")
-	backends := chooseBackends(provider != "")
+	backends := chooseBackends()
 	dir := ""
 	if os.Getenv("E2E_KEEP") != "" {
 		var err error
@@ -89,10 +89,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	c, err := cluster.Start(ctx, cluster.Options{
-		Dir:            dir,
-		Backends:       backends,
-		ProviderBinary: provider,
-		Debug:          os.Getenv("E2E_DEBUG") != "",
+		Dir:      dir,
+		Backends: backends,
+		Debug:    os.Getenv("E2E_DEBUG") != "",
 		Logf: func(f string, a ...any) {
 			GinkgoWriter.Printf("[cluster %5.1fs] "+f+"\n", append([]any{time.Since(env.start).Seconds()}, a...)...)
 		},
@@ -118,16 +117,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 }, NodeTimeout(8*time.Minute))
 
 // chooseBackends returns the backends to set up, and records why the others
-// are skipped. A provider from E2E_PROVIDER_BINARY may wire any backend:
-// what it does not wire shows at run time.
-func chooseBackends(otherBuild bool) []cluster.Backend {
+// are skipped.
+func chooseBackends() []cluster.Backend {
 	wired, err := cluster.WiredBackends()
 	Expect(err).NotTo(HaveOccurred())
 	env.skipped, env.missing = map[cluster.Backend]string{}, map[cluster.Backend]string{}
 	var out []cluster.Backend
 	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
 		switch {
-		case !wired[b] && !otherBuild:
+		case !wired[b]:
 			env.skipped[b] = fmt.Sprintf("the %s backend is not wired in cmd/provider/backends.go yet", b)
 		case b == cluster.BackendKVM && os.Geteuid() != 0:
 			env.missing[b] = "a private libvirtd needs root"

@@ -36,6 +36,7 @@ var shared = []string{
 	"internal/controller/proxy",
 	"internal/function",
 	"internal/testenv/cluster/claims.go",
+	"internal/testenv/cluster/packages.go",
 	"internal/testenv/cluster/wired.go",
 }
 

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +30,6 @@ const (
 	errFmtRead      = "cannot read %s"
 	errFmtDecode    = "cannot decode %s"
 	errFmtApply     = "cannot apply %s %s"
-	errXRDOffered   = "the XRD did not become Established and Offered"
 	errFmtGlobFiles = "cannot list %s"
 )
 
@@ -108,50 +106,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// applyConfiguration applies the XRDs and Compositions and waits until each
-// XRD serves its composite, and its claim if it offers one.
-func (c *Cluster) applyConfiguration(ctx context.Context) error {
-	files, err := ConfigurationFiles()
-	if err != nil {
-		return err
-	}
-	// The XRDs to wait for, and whether each offers a claim.
-	xrds := map[string]bool{}
-	for _, f := range files {
-		b, err := os.ReadFile(f) //nolint:gosec // Files of this repository.
-		if err != nil {
-			return errors.Wrapf(err, errFmtRead, f)
-		}
-		objs, err := Decode(filepath.Base(f), b)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if o.GetKind() == "CompositeResourceDefinition" {
-				_, claims, _ := unstructured.NestedMap(o.Object, "spec", "claimNames")
-				xrds[o.GetName()] = claims
-			}
-		}
-		if err := Apply(ctx, c.Client, objs...); err != nil {
-			return err
-		}
-	}
-	return c.waitFor(ctx, nil, 60*time.Second, errXRDOffered, func(ctx context.Context) (bool, error) {
-		for name, claims := range xrds {
-			xrd := &unstructured.Unstructured{}
-			xrd.SetAPIVersion("apiextensions.crossplane.io/v1")
-			xrd.SetKind("CompositeResourceDefinition")
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, xrd); err != nil {
-				return false, client.IgnoreNotFound(err)
-			}
-			if !HasCondition(xrd, "Established", "True") || (claims && !HasCondition(xrd, "Offered", "True")) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // HasCondition reports whether an object has a status condition of a type

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
 // StartBare brings up only what makes Deployments become available: the
@@ -67,8 +69,11 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
-// startBareControlPlane is startControlPlane without Crossplane's CRDs.
-func (c *Cluster) startBareControlPlane(context.Context) error { return c.startKube() }
+// startBareControlPlane starts kube-apiserver and etcd with the provider's
+// CRDs, and not Crossplane's.
+func (c *Cluster) startBareControlPlane(context.Context) error {
+	return c.startKube(func() (*kube.Env, error) { return kube.New() })
+}
 
 // StartProcess runs a program like the Cluster's own: its output goes to
 // LogDir/name.log, and it is stopped with the Cluster, or by the watchdog if

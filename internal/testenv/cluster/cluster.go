@@ -32,6 +32,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 const (
@@ -42,7 +44,7 @@ const (
 	errClient      = "cannot create a client"
 	errFmtTools    = "tools are not built: %s (hack/tools.sh build %s)"
 	errCPStart     = "cannot start kube-apiserver and etcd"
-	errBinaries    = "the provider, function and GCE fake were not built"
+	errBinaries    = "the GCE fake or the Provider and Function packages were not built"
 	defaultNodes   = 2
 	defaultTimeout = 3 * time.Minute
 	buildTimeout   = 15 * time.Minute
@@ -61,11 +63,9 @@ type Options struct {
 	Backends []Backend
 	// Debug runs Crossplane, the function and the provider with debug logs.
 	Debug bool
-	// ProviderArgs are extra flags of the provider.
+	// ProviderArgs are extra flags of the provider, as a
+	// DeploymentRuntimeConfig would give them.
 	ProviderArgs []string
-	// ProviderBinary is a provider to run instead of one built from
-	// cmd/provider, such as a release build.
-	ProviderBinary string
 	// Logf reports progress; nothing is reported when nil.
 	Logf func(format string, args ...any)
 }
@@ -105,6 +105,14 @@ type Cluster struct {
 	SquidImage string
 	// ProviderMetricsURL serves the provider's Prometheus metrics.
 	ProviderMetricsURL string
+	// ProviderLog is the provider's log, in LogDir.
+	ProviderLog string
+	// ProviderServiceAccount is namespace:name of the ServiceAccount the
+	// provider runs as, ProviderProcess the provider.
+	ProviderServiceAccount string
+	ProviderProcess        *Process
+	// PackageRepo is registry/org, where the packages are pushed.
+	PackageRepo string
 	// Unavailable are the backends asked for whose test doubles cannot run
 	// on this machine, and why: Start goes on without them.
 	Unavailable map[Backend]string
@@ -116,6 +124,10 @@ type Cluster struct {
 	crossplaneCRDs string
 	stopBinder     context.CancelFunc
 	binderDone     chan struct{}
+	registry       *registry.Registry
+	runtime        *pkgruntime.Runtime
+	packageProcs   map[string]*Process // by name, what the runtime runs
+	stopRuntime    context.CancelFunc
 	cleanups       []func()
 }
 
@@ -171,16 +183,20 @@ type step struct {
 	timeout time.Duration
 }
 
-// start runs the steps. Building this repository's programs overlaps with
-// bringing up the control plane: both take seconds, on different things.
+// start runs the steps. Building this repository's programs and packages
+// overlaps with bringing up the control plane: both take seconds, on
+// different things.
 func (c *Cluster) start(ctx context.Context) error {
+	if err := c.startRegistry(); err != nil {
+		return err
+	}
 	built := make(chan error, 1)
 	go func() {
 		b, err := BuildBinaries(ctx, c.dir("bin"))
-		if c.opts.ProviderBinary != "" {
-			b.Provider = c.opts.ProviderBinary
-		}
 		c.Bin = b
+		if err == nil {
+			err = c.build("", "provider", "function").Run(ctx)
+		}
 		built <- err
 	}()
 	steps := []step{
@@ -192,13 +208,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		{name: "pod binder", fn: c.startScheduler},
 		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
 		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
+		{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
+		{name: "package runtime (External)", fn: c.startRuntime},
 		// A cold Go build cache takes minutes on 2 busy cores.
-		{name: "build provider, function, gce-fake", timeout: buildTimeout, fn: func(context.Context) error {
+		{name: "build and push Provider and Function", timeout: buildTimeout, fn: func(context.Context) error {
 			return errors.Wrap(<-built, errBinaries)
 		}},
-		{name: "composition function", log: "function.log", fn: c.startFunction},
-		{name: "provider", log: "provider.log", fn: c.startProvider},
-		{name: "XRD and Compositions", log: "crossplane.log", fn: c.applyConfiguration},
+		{name: "build and push the Configurations", fn: c.buildConfigurations},
+		{name: StepInstall, log: "crossplane.log", fn: c.installConfigurations},
+		{name: "run the installed provider and function", fn: c.runPackages},
 	}
 	steps = append(steps, c.backendSteps()...)
 	for _, s := range steps {
@@ -214,6 +232,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StepInstall is the step from applying the Configurations to every
+// package installed: its Timing is the install time.
+const StepInstall = "install: Configurations → packages installed"
 
 // optional turns an ErrMissing of a backend's setup into an entry of
 // Unavailable.
@@ -268,6 +290,9 @@ func (c *Cluster) Stop() {
 	if c.stopBinder != nil {
 		c.stopBinder()
 		<-c.binderDone
+	}
+	if c.stopRuntime != nil {
+		c.stopRuntime()
 	}
 	if c.sup != nil {
 		c.sup.stopAll()

@@ -27,26 +27,26 @@ const (
 	kcmSettle = time.Second
 )
 
-// startControlPlane starts kube-apiserver and etcd with the provider's and
-// Crossplane's CRDs.
+// startControlPlane starts kube-apiserver and etcd with Crossplane's CRDs
+// only: the provider's come from its package.
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
 	if err != nil {
 		return err
 	}
 	c.crossplaneCRDs = crds
-	return c.startKube(crds)
+	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(crds) })
 }
 
-// startKube starts kube-apiserver and etcd with the provider's CRDs and
-// extraCRDs (a folder, or none), under the supervisor's watch.
-func (c *Cluster) startKube(extraCRDs ...string) error {
+// startKube starts kube-apiserver and etcd with newEnv, under the
+// supervisor's watch.
+func (c *Cluster) startKube(newEnv func() (*kube.Env, error)) error {
 	// envtest gives kube-apiserver 20 s to serve, then starts it again:
 	// too short on two busy cores, where each retry makes it worse.
 	if os.Getenv(envStartTimeout) == "" {
 		_ = os.Setenv(envStartTimeout, "90s")
 	}
-	env, err := kube.New(extraCRDs...)
+	env, err := newEnv()
 	if err != nil {
 		return errors.Wrap(err, errCPStart)
 	}

@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 // Crossplane's namespace and the Secrets core init fills.
@@ -127,7 +129,10 @@ func (c *Cluster) writeClientTLS(ctx context.Context) error {
 }
 
 // startCore runs crossplane core start without webhooks, with the External
-// package runtime (no Deployments for packages), on free ports.
+// package runtime (the harness runs the packages, package pkgruntime), on
+// free ports, trusting the package registry's CA, in a private mount
+// namespace whose /etc/hosts resolves the function's Service names to
+// loopback (pkgruntime.WithPrivateHosts).
 func (c *Cluster) startCore(ctx context.Context) error {
 	metrics, err := freePort()
 	if err != nil {
@@ -139,13 +144,22 @@ func (c *Cluster) startCore(ctx context.Context) error {
 	}
 	args := []string{"core", "start", "--enable-webhooks=false", "--package-runtime=External",
 		"--xpkg-cache-dir=" + c.dir("crossplane", "xpkg"),
+		"--ca-bundle-path=" + c.registry.CAFile,
+		// A Configuration upgrade rolls the Provider and the Function to
+		// the versions its dependsOn asks for (alpha in v2.4).
+		"--enable-dependency-version-upgrades",
 		fmt.Sprintf("--metrics-port=%d", metrics), fmt.Sprintf("--health-probe-port=%d", health),
 		"--poll-interval=15s",
 	}
 	if c.opts.Debug {
 		args = append(args, "--debug")
 	}
-	p, err := c.sup.start("crossplane", c.Tools.CrossplaneCore, args, c.coreEnv())
+	bin, wrapped, err := pkgruntime.WithPrivateHosts(ctx, filepath.Join(c.dir("crossplane"), "hosts"), []string{FunctionName},
+		c.Tools.CrossplaneCore, args...)
+	if err != nil {
+		return err
+	}
+	p, err := c.sup.start("crossplane", bin, wrapped, c.coreEnv())
 	if err != nil {
 		return err
 	}

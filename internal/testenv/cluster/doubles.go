@@ -35,20 +35,24 @@ type double struct {
 	optional bool
 	// cannotRun says why the double cannot run on this machine, or "".
 	cannotRun func() string
+	// adaptInput changes the backend's function input in the
+	// Configurations' Compositions for this machine (writeOverlay), as a
+	// platform team builds its own Configuration; nil keeps it as shipped.
+	adaptInput func(c *Cluster, input map[string]any) error
 }
 
 var doubles = map[Backend]double{
 	// The target cluster is this control plane.
 	BackendKubernetes: {always: true, step: func(c *Cluster) step {
-		return step{name: "kubernetes backend ProviderConfig", log: "provider.log", fn: c.setupKubernetesBackend}
-	}},
+		return step{name: "kubernetes backend ProviderConfig", fn: c.setupKubernetesBackend}
+	}, adaptInput: kubernetesInput},
 	BackendGCP: {step: func(c *Cluster) step {
 		return step{name: "GCE fake and gcp ProviderConfig", log: "gce-fake.log", fn: c.setupGCP}
 	}},
 	// A first run installs libvirt and QEMU with apt.
 	BackendKVM: {optional: true, cannotRun: needsRoot, step: func(c *Cluster) step {
 		return step{name: "private libvirtd and kvm ProviderConfig", fn: c.setupKVM, timeout: 12 * time.Minute}
-	}},
+	}, adaptInput: kvmInput},
 }
 
 func needsRoot() string {

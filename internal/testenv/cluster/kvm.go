@@ -73,13 +73,9 @@ func kvmSandboxInput() map[string]any {
 	}
 }
 
-// KVMSandboxCompositions returns the kvm Compositions of the packages
-// (ConfigurationFiles) with the sandbox's kvm input; their guardrails and
-// everything else stay as shipped.
-func KVMSandboxCompositions() ([]*unstructured.Unstructured, error) {
-	return adaptCompositions(BackendKVM, func(input map[string]any) error {
-		return unstructured.SetNestedField(input, kvmSandboxInput(), "kvm")
-	})
+// kvmInput makes the proxies boot in the sandbox (kvmSandboxInput).
+func kvmInput(_ *Cluster, input map[string]any) error {
+	return unstructured.SetNestedField(input, kvmSandboxInput(), "kvm")
 }
 
 // KVMSandboxComposition returns a Composition of the claim API named name,
@@ -131,13 +127,6 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 		return err
 	}
 	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
-		return err
-	}
-	comps, err := KVMSandboxCompositions()
-	if err != nil {
-		return err
-	}
-	if err := Apply(ctx, c.Client, comps...); err != nil {
 		return err
 	}
 	return Apply(ctx, c.Client, KVMProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.Libvirt.URI))

@@ -167,6 +167,9 @@ func (s *supervisor) start(name, bin string, args, env []string) (*Process, erro
 	return p, nil
 }
 
+// Stop stops the process: SIGTERM, then SIGKILL after the grace period.
+func (p *Process) Stop() { p.stop() }
+
 // stop stops one process: SIGTERM, then SIGKILL after the grace period.
 func (p *Process) stop() {
 	select {

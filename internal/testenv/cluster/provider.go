@@ -8,10 +8,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -31,46 +28,9 @@ const (
 	// CrossplaneNamespace, for the kubernetes backend's ProviderConfigs.
 	KubeconfigSecret = "local-kubeconfig"
 
-	errProviderReady = "the provider did not become ready"
-	errKubeconfig    = "cannot read the control plane's kubeconfig"
-	errKubeSecret    = "cannot create the kubeconfig Secret of the kubernetes backend"
-	errComposition   = "cannot adapt the packages' Compositions"
+	errKubeconfig = "cannot read the control plane's kubeconfig"
+	errKubeSecret = "cannot create the kubeconfig Secret of the kubernetes backend"
 )
-
-// startProvider runs cmd/provider against the control plane.
-func (c *Cluster) startProvider(ctx context.Context) error {
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
-	health, err := freePort()
-	if err != nil {
-		return err
-	}
-	args := []string{
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
-		// Poll often: the provider watches no backend, so a proxy that
-		// becomes available is only seen at the next poll.
-		"--poll=5s",
-		"--timeout=30s",
-		// KVM proxies boot the real guest image (setupKVM), and the
-		// provider's default serve probe makes them Ready only once squid
-		// in the guest serves.
-	}
-	if c.opts.Debug {
-		args = append(args, "--debug")
-	}
-	p, err := c.sup.start("provider", c.Bin.Provider, append(args, c.opts.ProviderArgs...), []string{"KUBECONFIG=" + c.Kubeconfig})
-	if err != nil {
-		return err
-	}
-	c.ProviderMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
-	return c.waitFor(ctx, p, 60*time.Second, errProviderReady, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, url), nil
-	})
-}
 
 // setupKubernetesBackend creates the proxies' namespace, a Secret with a
 // kubeconfig of this control plane and the ClusterProviderConfig default
@@ -91,58 +51,24 @@ func (c *Cluster) setupKubernetesBackend(ctx context.Context) error {
 		return errors.Wrap(err, errKubeSecret)
 	}
 	pc := KubernetesProviderConfig("ClusterProviderConfig", "", ProviderConfigName, CrossplaneNamespace)
+	if c.SquidImage != "" {
+		// The real node has the squid image hack/squid-image.sh built and
+		// no registry: the Configurations' Compositions name that image
+		// (writeOverlay), which the config must allow.
+		if err := unstructured.SetNestedStringSlice(pc.Object, []string{c.SquidImage}, "spec", "allowedImages"); err != nil {
+			return err
+		}
+	}
+	return Apply(ctx, c.Client, pc)
+}
+
+// kubernetesInput makes the proxies run the squid image the real node has
+// (it has no registry); kwok's fake nodes run any image.
+func kubernetesInput(c *Cluster, input map[string]any) error {
 	if c.SquidImage == "" {
-		return Apply(ctx, c.Client, pc)
+		return nil
 	}
-	// The real node has the squid image hack/squid-image.sh built and no
-	// registry: the proxies run that image, which the config must allow.
-	if err := unstructured.SetNestedStringSlice(pc.Object, []string{c.SquidImage}, "spec", "allowedImages"); err != nil {
-		return err
-	}
-	comps, err := KubernetesCompositions(c.SquidImage)
-	if err != nil {
-		return err
-	}
-	return Apply(ctx, c.Client, append(comps, pc)...)
-}
-
-// KubernetesCompositions returns the kubernetes Compositions of the
-// packages (ConfigurationFiles) with the proxies' image set to image.
-func KubernetesCompositions(image string) ([]*unstructured.Unstructured, error) {
-	return adaptCompositions(BackendKubernetes, func(input map[string]any) error {
-		return unstructured.SetNestedField(input, image, "kubernetes", "image")
-	})
-}
-
-// adaptCompositions returns the Compositions of the packages
-// (ConfigurationFiles) whose function input is of backend b, with adapt
-// applied to that input.
-func adaptCompositions(b Backend, adapt func(input map[string]any) error) ([]*unstructured.Unstructured, error) {
-	files, err := ConfigurationFiles()
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(f) //nolint:gosec // Files of this repository.
-		if err != nil {
-			return nil, errors.Wrap(err, errComposition)
-		}
-		objs, err := Decode(filepath.Base(f), data)
-		if err != nil {
-			return nil, errors.Wrap(err, errComposition)
-		}
-		for _, o := range objs {
-			ok, err := adaptComposition(o, b, adapt)
-			if err != nil {
-				return nil, errors.Wrap(err, errComposition)
-			}
-			if ok {
-				out = append(out, o)
-			}
-		}
-	}
-	return out, nil
+	return unstructured.SetNestedField(input, c.SquidImage, "kubernetes", "image")
 }
 
 // adaptComposition applies adapt to the input of every pipeline step of a

@@ -68,31 +68,23 @@ func cached(name string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// Binaries are this repository's programs that Start runs.
+// Binaries are this repository's programs that Start runs itself; the
+// provider and the function come from their packages.
 type Binaries struct {
-	// Provider is cmd/provider.
-	Provider string
-	// Function is cmd/function.
-	Function string
 	// GCEFake is cmd/gce-fake.
 	GCEFake string
 }
 
-// BuildBinaries builds the provider, the composition function and the GCE
-// fake from this checkout into dir. Go's build cache makes a rebuild quick.
+// BuildBinaries builds the GCE fake from this checkout into dir. Go's build
+// cache makes a rebuild quick.
 func BuildBinaries(ctx context.Context, dir string) (Binaries, error) {
-	b := Binaries{
-		Provider: filepath.Join(dir, "provider"),
-		Function: filepath.Join(dir, "function"),
-		GCEFake:  filepath.Join(dir, "gce-fake"),
-	}
-	// One go build for the three: they share most of their packages.
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/provider", "./cmd/function", "./cmd/gce-fake")
+	b := Binaries{GCEFake: filepath.Join(dir, "gce-fake")}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.GCEFake, "./cmd/gce-fake")
 	// The default environment, so that go test and go build share Go's
 	// build cache with this build.
 	cmd.Dir = testenv.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return b, errors.Errorf(errFmtBuild, "./cmd/...", strings.TrimSpace(string(out))+": "+err.Error())
+		return b, errors.Errorf(errFmtBuild, "./cmd/gce-fake", strings.TrimSpace(string(out))+": "+err.Error())
 	}
 	return b, nil
 }

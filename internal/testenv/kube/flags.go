@@ -26,13 +26,22 @@ var NodeFlags = map[string]string{
 
 // NewWithFlags is New with extra kube-apiserver flags (name without "--").
 func NewWithFlags(flags map[string]string, extraCRDDirs ...string) (*Env, error) {
+	return newEnv(flags, append(CRDDirs(), extraCRDDirs...))
+}
+
+// NewWithoutProviderCRDs is New without the provider's CRDs, with only
+// crdDirs: for a control plane where Crossplane's package manager installs
+// them from the Provider package.
+func NewWithoutProviderCRDs(crdDirs ...string) (*Env, error) { return newEnv(nil, crdDirs) }
+
+func newEnv(flags map[string]string, crdDirs []string) (*Env, error) {
 	bin := BinDir()
 	if bin == "" {
 		return nil, errors.New(errNoBinaries)
 	}
 	e := &envtest.Environment{
 		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     append(CRDDirs(), extraCRDDirs...),
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 	}
 	args := e.ControlPlane.GetAPIServer().Configure()
