@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,23 +220,18 @@ func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, r
 }
 
 // startRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
-// beside core: it makes each ProviderRevision's ClusterRoles and binds the
-// system one to the ServiceAccount of the revision's Deployment. Its metrics
-// port is fixed at :8080, so it waits for any other harness's to stop.
-func startRBACManager(ctx context.Context, t *testing.T, p *plane, core string) {
+// beside core, in a network namespace of its own
+// (pkgruntime.StartRBACManager).
+func startRBACManager(ctx context.Context, t *testing.T, p *plane, core, dir string) {
 	t.Helper()
-	release, err := pkgruntime.LockRBACManagerPort(ctx, t.Logf)
+	u, err := url.Parse(p.cfg.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(release)
-	if l, err := net.Listen("tcp", ":8080"); err != nil {
-		testenv.Missing(t, "the RBAC manager serves metrics on :8080, which is taken: %v", err)
-	} else {
-		_ = l.Close()
+	spawn := func(name, bin string, args, env []string) (pkgruntime.Process, error) {
+		return spawnEnv(t, filepath.Join(p.logDir, name+".log"), env, bin, args...)
 	}
-	env := []string{"KUBECONFIG=" + p.kubeconfig, "POD_NAMESPACE=" + xpNamespace}
-	if _, err := spawnEnv(t, filepath.Join(p.logDir, "rbac-manager.log"), env, core, append(pkgruntime.RBACManagerArgs(), "--debug")...); err != nil {
+	if _, err := pkgruntime.StartRBACManager(ctx, spawn, core, p.kubeconfig, u.Host, dir, "--debug"); err != nil {
 		t.Fatalf("cannot start the RBAC manager: %v", err)
 	}
 }
@@ -295,6 +291,9 @@ func (p *proc) Stop() {
 
 // Exited is closed when the process has exited.
 func (p *proc) Exited() <-chan struct{} { return p.done }
+
+// PID is the process's ID.
+func (p *proc) PID() int { return p.cmd.Process.Pid }
 
 func (p *proc) exited() bool {
 	select {

@@ -94,7 +94,7 @@ func TestInstallConfiguration(t *testing.T) {
 	p.kube, p.cfg, p.kubeconfig = startControlPlane(t, dir)
 	p.auditLog = filepath.Join(dir, "audit.log")
 	startCrossplane(ctx, t, p, core, reg, dir)
-	startRBACManager(ctx, t, p, core)
+	startRBACManager(ctx, t, p, core, dir)
 	// The harness is the External runtime: it does what Crossplane's
 	// runtime hooks would (runtime_test.go) and, from RunPackages on, runs
 	// the packages' binaries as the Deployment runtime's pods would

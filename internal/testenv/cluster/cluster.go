@@ -136,7 +136,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Nodes == 0 {
 		o.Nodes = defaultNodes
 	}
-	c := &Cluster{opts: o, Dir: o.Dir}
+	c := &Cluster{opts: o, Dir: o.Dir, packageProcs: map[string]*Process{}}
 	tools, missing := FindTools()
 	if len(missing) > 0 {
 		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))

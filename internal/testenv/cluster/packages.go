@@ -9,6 +9,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,7 @@ const (
 	errFmtNoRevision   = "no active, healthy %s of %s"
 	errApplyPackages   = "cannot apply the Configurations"
 	errRuntime         = "cannot start the package runtime"
+	errRBACManager     = "cannot start Crossplane's RBAC manager"
 	errRunProvider     = "cannot run the installed provider"
 	errRunFunction     = "cannot run the installed function"
 	installTimeout     = 3 * time.Minute
@@ -161,21 +163,33 @@ func (c *Cluster) writeOverlay(dir string) error {
 }
 
 // startRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
-// beside core, once no other harness runs one (it serves metrics on :8080,
-// with no flag to change that).
+// beside core, in a network namespace of its own
+// (pkgruntime.StartRBACManager).
 func (c *Cluster) startRBACManager(ctx context.Context) error {
-	release, err := pkgruntime.LockRBACManagerPort(ctx, c.logf)
+	u, err := url.Parse(c.Config.Host)
 	if err != nil {
-		return err
+		return errors.Wrap(err, errRBACManager)
 	}
-	c.cleanups = append(c.cleanups, release)
-	args := pkgruntime.RBACManagerArgs()
+	rctx, cancel := context.WithCancel(context.Background())
+	c.cleanups = append(c.cleanups, cancel)
+	var args []string
 	if c.opts.Debug {
 		args = append(args, "--debug")
 	}
-	_, err = c.sup.start("rbac-manager", c.Tools.CrossplaneCore, args,
-		[]string{"KUBECONFIG=" + c.Kubeconfig, "POD_NAMESPACE=" + CrossplaneNamespace})
-	return err
+	_, err = pkgruntime.StartRBACManager(rctx, c.spawner(), c.Tools.CrossplaneCore, c.Kubeconfig, u.Host, c.dir("crossplane"), args...)
+	return errors.Wrap(err, errRBACManager)
+}
+
+// spawner starts processes for package pkgruntime under the supervisor.
+func (c *Cluster) spawner() pkgruntime.Spawner {
+	return func(name, bin string, args, env []string) (pkgruntime.Process, error) {
+		p, err := c.sup.start(name, bin, args, env)
+		if err != nil {
+			return nil, err
+		}
+		c.packageProcs[name] = p
+		return p, nil
+	}
 }
 
 // startRuntime starts the External package runtime's hooks (package
@@ -184,18 +198,9 @@ func (c *Cluster) startRBACManager(ctx context.Context) error {
 func (c *Cluster) startRuntime(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopRuntime = cancel
-	c.packageProcs = map[string]*Process{}
 	r, err := pkgruntime.Start(ctx, pkgruntime.Options{
 		Config: c.Config, Client: c.Client, Dir: c.dir("runtime"), LogDir: c.LogDir,
-		Spawn: func(name, bin string, args, env []string) (pkgruntime.Process, error) {
-			p, err := c.sup.start(name, bin, args, env)
-			if err != nil {
-				return nil, err
-			}
-			c.packageProcs[name] = p
-			return p, nil
-		},
-		Logf: c.logf,
+		Spawn: c.spawner(), Logf: c.logf,
 	})
 	c.runtime = r
 	return errors.Wrap(err, errRuntime)

@@ -8,12 +8,13 @@ package pkgruntime
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -27,15 +28,12 @@ const (
 	errFmtNoUnshare = "cannot run crossplane core in a private mount namespace (unshare --mount, needs root): %v: %s"
 	errWriteHosts   = "cannot write core's private /etc/hosts"
 	errFmtBuild     = "hack/xpkg.sh %s failed: %v\n%s"
-	errRBACLock     = "cannot lock the RBAC manager's port"
-	errFmtRBACBusy  = "another RBAC manager held :8080 for %s (lock %s)"
+	errRBACExited   = "the RBAC manager exited"
+	errRBACNetNS    = "the RBAC manager has no network namespace of its own yet"
+	errRBACRelay    = "cannot relay the RBAC manager's connections to the API server"
 	errNoFreePort   = "cannot find a free port on 127.0.0.1"
 
-	// rbacLock serialises the RBAC managers of concurrent harnesses (the
-	// e2e suite, test/install, make dev): each serves its metrics on :8080,
-	// which it has no flag to change.
-	rbacLock     = "egressproxy-rbac-manager.lock"
-	rbacLockWait = 25 * time.Minute
+	netnsTimeout = 30 * time.Second
 )
 
 // ErrMissing wraps what this machine lacks to run core as the runtime
@@ -65,43 +63,84 @@ func WithPrivateHosts(ctx context.Context, hostsFile string, fnPkgs []string, bi
 		`mount --bind "$0" /etc/hosts && exec "$@"`, hostsFile, bin}, args...), nil
 }
 
-// LockRBACManagerPort waits until no other harness on this machine runs an
-// RBAC manager, for at most 25 minutes, and holds that until release is
-// called or this process exits.
-func LockRBACManagerPort(ctx context.Context, logf func(string, ...any)) (release func(), err error) {
-	path := filepath.Join(os.TempDir(), rbacLock)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // A lock file of ours.
+// StartRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
+// beside core: it makes each ProviderRevision's ClusterRoles and binds the
+// system one to the ServiceAccount of the revision's Deployment. It runs in
+// a network namespace of its own, because it serves metrics on :8080 with
+// no flag to change that, and two harnesses (the e2e suite, test/install,
+// make dev) may run at once; the harness relays connections to the API
+// server's loopback address apiServer (host:port) from inside that
+// namespace, until ctx is done. kubeconfig must reach the API server at
+// apiServer.
+func StartRBACManager(ctx context.Context, spawn Spawner, core, kubeconfig, apiServer, dir string, args ...string) (Process, error) {
+	ready := filepath.Join(dir, "rbac-manager-netns-ready")
+	_ = os.Remove(ready)
+	// The manager starts once the relay listens: it gives up at once when
+	// the API server refuses its first request.
+	script := `ip link set lo up && while [ ! -e "$0" ]; do sleep 0.1; done && exec "$@"`
+	p, err := spawn("rbac-manager", "unshare", append([]string{"--net", "sh", "-c", script, ready, core, "rbac", "start"}, args...),
+		[]string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + Namespace})
 	if err != nil {
-		return nil, errors.Wrap(err, errRBACLock)
+		return nil, err
 	}
-	start := time.Now()
-	said := false
-	for {
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			return func() { _ = f.Close() }, nil
+	ns := fmt.Sprintf("/proc/%d/ns/net", p.PID())
+	var l net.Listener
+	err = poll(ctx, netnsTimeout, func() error {
+		if exited(p) {
+			return errors.New(errRBACExited)
 		}
-		if !said && logf != nil {
-			logf("waiting for another harness's RBAC manager to stop (it holds :8080; lock %s)", path)
-			said = true
+		own, _ := os.Readlink("/proc/self/ns/net")
+		if theirs, _ := os.Readlink(ns); theirs == "" || theirs == own {
+			return errors.New(errRBACNetNS)
 		}
-		if time.Since(start) > rbacLockWait {
-			_ = f.Close()
-			return nil, errors.Errorf(errFmtRBACBusy, rbacLockWait, path)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
+		// Until lo is up, 127.0.0.1 is no address there.
+		return testenv.InNetNS(ns, func() error {
+			var err error
+			l, err = net.Listen("tcp", apiServer)
+			return err
+		})
+	})
+	if err != nil {
+		p.Stop()
+		return nil, errors.Wrap(err, errRBACRelay)
 	}
+	go relay(ctx, l, apiServer)
+	if err := os.WriteFile(ready, nil, 0o600); err != nil {
+		p.Stop()
+		return nil, errors.Wrap(err, errRBACRelay)
+	}
+	return p, nil
 }
 
-// RBACManagerArgs are the arguments of Crossplane's RBAC manager, which the
-// Helm chart runs beside core: it makes each ProviderRevision's
-// ClusterRoles and binds the system one to the ServiceAccount of the
-// revision's Deployment. Hold LockRBACManagerPort while it runs.
-func RBACManagerArgs() []string { return []string{"rbac", "start"} }
+// relay accepts connections on l and copies each, both ways, to a new
+// connection to addr, until ctx is done.
+func relay(ctx context.Context, l net.Listener, addr string) {
+	go func() {
+		<-ctx.Done()
+		_ = l.Close()
+	}()
+	for {
+		in, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close() //nolint:errcheck // Closing ends the copy.
+			out, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return
+			}
+			defer out.Close() //nolint:errcheck // Closing ends the copy.
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
 
 // A Build is one run of hack/xpkg.sh: what make xpkg REGISTRY=Repo
 // VERSION=Version runs.

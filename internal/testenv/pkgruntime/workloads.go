@@ -69,6 +69,8 @@ type Process interface {
 	Exited() <-chan struct{}
 	// Stop ends it as a kubelet ends a container: SIGTERM, then SIGKILL.
 	Stop()
+	// PID is its process ID.
+	PID() int
 }
 
 // A Spawner starts bin with args and env added to the harness's
