@@ -79,9 +79,15 @@ squid-image: deps ## Build the real node's squid and pause images (Debian's squi
 xpkg: ## Build the Provider, Function and Configuration packages (no Docker); push them with REGISTRY=.
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) REGISTRY_CA=$(REGISTRY_CA) hack/xpkg.sh
 
+# prepare runs its parts two at a time: on a first run the images build from
+# the Debian mirror (mostly waiting on downloads) while the tools compile.
+.PHONY: prepare
+prepare: ## Install and build what the tests need (first run only; later runs find it cached).
+	$(MAKE) -j2 deps tools guest-image squid-image check-generate
+
 # The package builds (hack/xpkg.sh) run inside go test, in test/render.
 # The kill -9 suite runs on its own, verbose, so its counts are printed.
-test: deps tools guest-image squid-image check-generate ## Install what the tests need, then run every test against the real components.
+test: prepare ## Install what the tests need, then run every test against the real components.
 	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/crash)
 	@mkdir -p $(OUTPUT)
 	@$(GO) test -count=1 -v -timeout 15m ./test/crash/ >$(OUTPUT)/crash.log 2>&1 || { tail -n 150 $(OUTPUT)/crash.log; exit 1; }
