@@ -39,6 +39,10 @@ const (
 	gcpSA           = "provider@egressproxy-e2e.iam.gserviceaccount.com"
 	targetGCE       = "GCE"
 	envStartTimeout = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
+	// benchAddresses is where the fake reserves the proxies' static
+	// addresses: its default /24 holds 253, and N may be 1000 (RFC 2544's
+	// benchmarking range reaches no real host either).
+	benchAddresses = "198.18.0.0/15"
 )
 
 // gcpBench runs GCPProxy against the project's GCE fake, in this process:
@@ -80,7 +84,7 @@ func (g *gcpBench) start(ctx context.Context, _ *runner) (*env, error) {
 		return nil, err
 	}
 	g.kube = k
-	g.fake = gcefake.New(gcefake.WithProjects(cluster.GCPProject), gcefake.WithRequireAuth())
+	g.fake = gcefake.New(gcefake.WithProjects(cluster.GCPProject), gcefake.WithRequireAuth(), gcefake.WithStaticAddressRange(benchAddresses))
 	if err := g.fake.Start(); err != nil {
 		return nil, err
 	}
@@ -152,7 +156,7 @@ func gceCounts(s *gcefake.Server) counts {
 // with the compute client, against a fake of its own, waiting for each
 // operation, then reads every instance until it is RUNNING.
 func (g *gcpBench) baseline(ctx context.Context, r *runner) (*baselineResult, error) {
-	f := gcefake.New(gcefake.WithProjects(cluster.GCPProject))
+	f := gcefake.New(gcefake.WithProjects(cluster.GCPProject), gcefake.WithStaticAddressRange(benchAddresses))
 	if err := f.Start(); err != nil {
 		return nil, err
 	}

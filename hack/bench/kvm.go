@@ -7,9 +7,16 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -45,6 +52,7 @@ type kvmBench struct {
 	t    *testenv.Outside
 	l    *golibvirt.Libvirt
 	d    *libvirtd.Daemon
+	rpcs *rpcCounter
 }
 
 func (k *kvmBench) gvk() schema.GroupVersionKind {
@@ -81,11 +89,23 @@ func (k *kvmBench) start(ctx context.Context, r *runner) (e *env, err error) {
 		return nil, err
 	}
 	k.kube = kb
-	pc := cluster.KVMProviderConfig("ClusterProviderConfig", "", cluster.ProviderConfigName, k.d.URI("test"))
+	// The provider reaches libvirtd through a relay that counts its RPCs.
+	// Its own short folder: a socket path must fit in sun_path.
+	dir, err := os.MkdirTemp("", "bench-virt")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create the relay's folder")
+	}
+	k.t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	relay := filepath.Join(dir, "sock")
+	if k.rpcs, err = startRPCCounter(relay, k.d.Socket); err != nil {
+		return nil, err
+	}
+	uri := (&url.URL{Scheme: "test+unix", Path: "/default", RawQuery: url.Values{"socket": {relay}}.Encode()}).String()
+	pc := cluster.KVMProviderConfig("ClusterProviderConfig", "", cluster.ProviderConfigName, uri)
 	if err := cluster.Apply(ctx, kb.Client, pc); err != nil {
 		return nil, err
 	}
-	return &env{cfg: kb.Config, client: kb.Client, kubeconfig: kb.Kubeconfig, hosts: hosts, opsAreRequests: true}, nil
+	return &env{cfg: kb.Config, client: kb.Client, kubeconfig: kb.Kubeconfig, hosts: hosts}, nil
 }
 
 // addPool defines and starts a pool in the test driver, with the base volume.
@@ -104,6 +124,9 @@ func (k *kvmBench) addPool(name string) error {
 }
 
 func (k *kvmBench) stop() {
+	if k.rpcs != nil {
+		k.rpcs.close()
+	}
 	if k.kube != nil {
 		k.kube.Stop()
 	}
@@ -136,7 +159,14 @@ func (k *kvmBench) mr(i int) *unstructured.Unstructured {
 	}}
 }
 
-func (k *kvmBench) backendCounts() counts { return nil }
+// backendCounts are the provider's libvirt RPCs, by procedure, as the relay
+// saw them.
+func (k *kvmBench) backendCounts() counts {
+	if k.rpcs == nil {
+		return nil
+	}
+	return k.rpcs.cnt.snapshot()
+}
 
 // baseline creates, per MR, an overlay volume on the base, a seed volume
 // (the test driver cannot upload, as for the provider), and defines and
@@ -231,4 +261,107 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// libvirt's RPC programs (remote_protocol.x, qemu_protocol.x, keepalive).
+const (
+	progRemote    = 0x20008086
+	progQEMU      = 0x20008087
+	progKeepalive = 0x6b656570
+	callMessage   = 0  // VIR_NET_CALL
+	rpcHeaderLen  = 28 // length, program, version, procedure, type, serial, status
+	maxRPCPacket  = 32 << 20
+)
+
+// remoteProcs names the remote procedures the provider calls.
+var remoteProcs = map[uint32]string{
+	1: "ConnectOpen", 2: "ConnectClose", 3: "ConnectGetType", 4: "ConnectGetVersion",
+	9: "DomainCreate", 11: "DomainDefineXML", 12: "DomainDestroy", 14: "DomainGetXMLDesc",
+	23: "DomainLookupByName", 60: "ConnectSupportsFeature", 66: "AuthList",
+	83: "StoragePoolRefresh", 84: "StoragePoolLookupByName", 93: "StorageVolCreateXML",
+	94: "StorageVolDelete", 95: "StorageVolLookupByName", 98: "StorageVolGetInfo",
+	99: "StorageVolGetXMLDesc", 157: "ConnectGetLibVersion", 196: "DomainCreateWithFlags",
+	208: "StorageVolUpload", 212: "DomainGetState", 231: "DomainUndefineFlags",
+	273: "ConnectListAllDomains", 281: "ConnectListAllStoragePools", 282: "StoragePoolListAllVolumes",
+	344: "ConnectGetAllDomainStats", 350: "DomainDefineXMLFlags", 353: "DomainInterfaceAddresses",
+	360: "ConnectRegisterCloseCallback", 361: "ConnectUnregisterCloseCallback",
+}
+
+// rpcCounter relays connections on a unix socket to libvirtd's and counts
+// the calls clients send, by procedure: the provider has no RPC metrics of
+// its own (egressproxy_backend_calls_total counts operations).
+type rpcCounter struct {
+	ln     net.Listener
+	daemon string
+	cnt    counter
+}
+
+func startRPCCounter(path, daemon string) (*rpcCounter, error) {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot listen for the libvirt relay")
+	}
+	c := &rpcCounter{ln: ln, daemon: daemon}
+	go func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go c.relay(down)
+		}
+	}()
+	return c, nil
+}
+
+func (c *rpcCounter) close() { _ = c.ln.Close() }
+
+func (c *rpcCounter) relay(down net.Conn) {
+	defer down.Close() //nolint:errcheck // Best effort.
+	up, err := net.Dial("unix", c.daemon)
+	if err != nil {
+		return
+	}
+	defer up.Close() //nolint:errcheck // Best effort.
+	go func() {
+		_, _ = io.Copy(down, up)
+		_ = down.Close()
+	}()
+	c.forward(bufio.NewReader(down), up)
+}
+
+// forward copies the client's packets to up, counting every call.
+func (c *rpcCounter) forward(r *bufio.Reader, up io.Writer) {
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if n < rpcHeaderLen || n > maxRPCPacket {
+			return
+		}
+		pkt := make([]byte, n)
+		copy(pkt, size[:])
+		if _, err := io.ReadFull(r, pkt[4:]); err != nil {
+			return
+		}
+		prog, proc, typ := binary.BigEndian.Uint32(pkt[4:]), binary.BigEndian.Uint32(pkt[12:]), binary.BigEndian.Uint32(pkt[16:])
+		if typ == callMessage && prog != progKeepalive {
+			c.cnt.inc(targetVirt, procName(prog, proc))
+		}
+		if _, err := up.Write(pkt); err != nil {
+			return
+		}
+	}
+}
+
+func procName(prog, proc uint32) string {
+	switch {
+	case prog == progQEMU && proc == 3:
+		return "QEMUDomainAgentCommand"
+	case prog == progRemote && remoteProcs[proc] != "":
+		return remoteProcs[proc]
+	}
+	return fmt.Sprintf("program %#x procedure %s", prog, strconv.FormatUint(uint64(proc), 10))
 }

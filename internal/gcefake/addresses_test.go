@@ -103,3 +103,38 @@ func TestStrictAddressDelete(t *testing.T) {
 		t.Errorf("Delete of an IN_USE address in strict mode: reason %q (err %v), want %s", reasonOf(err), err, ReasonResourceInUse)
 	}
 }
+
+func TestStaticAddressRange(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		opts   []Option
+		n      int
+		want   string // the last address allocated
+	}{
+		"Default": {
+			reason: "By default addresses come from 203.0.113.0/24.",
+			n:      1,
+			want:   "203.0.113.2",
+		},
+		"Wider": {
+			reason: "WithStaticAddressRange serves more than the 253 addresses of a /24, for a bench of many proxies.",
+			opts:   []Option{WithStaticAddressRange("198.18.0.0/15")},
+			n:      300,
+			want:   "198.18.1.45",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := New(append([]Option{WithProjects(testProject), WithOperationPolls(0)}, tc.opts...)...)
+			s.mu.Lock()
+			var got string
+			for range tc.n {
+				got, _ = s.st.static.take()
+			}
+			s.mu.Unlock()
+			if got != tc.want {
+				t.Errorf("%s\naddress %d = %q, want %q", tc.reason, tc.n, got, tc.want)
+			}
+		})
+	}
+}

@@ -26,10 +26,12 @@
 //     ephemeral natIP (198.51.100.0/24) for an accessConfig without one,
 //     metadata.fingerprint, labelFingerprint, tags.fingerprint, scheduling
 //     defaults; firewall defaults (priority 1000, INGRESS, 0.0.0.0/0 source);
-//     address allocation from 203.0.113.0/24 when `address` is empty.
+//     address allocation from 203.0.113.0/24 (WithStaticAddressRange) when
+//     `address` is empty.
 //   - Lifecycles: instances go PROVISIONING → STAGING → RUNNING; stop goes
 //     STOPPING → TERMINATED and releases the ephemeral natIP (a new one on
-//     start); delete goes STOPPING → gone. Addresses go RESERVING → RESERVED,
+//     start); delete goes STOPPING → gone. They move on when observed: a GET
+//     of the instance, a poll of its operation, or a list of its zone. Addresses go RESERVING → RESERVED,
 //     IN_USE with users[] while an instance's natIP uses them, and back to
 //     RESERVED when it is deleted. A second call on an instance with a stop
 //     or delete pending is 400 resourceNotReady.

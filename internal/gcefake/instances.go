@@ -158,6 +158,15 @@ func (s *Server) listInstances(r *http.Request) (proto.Message, error) {
 		return nil, e
 	}
 	s.mu.Lock()
+	// A list observes every instance of the zone as a GET would: a booting
+	// one moves on, a pending delete may complete. On GCE time does that; a
+	// client that polls by listing must see it as one that polls by GETs.
+	for k := range s.st.instances {
+		if k.project == project && k.scope == "zones/"+zone {
+			s.observeTarget(k.link("instances"))
+			s.stepInstance(k)
+		}
+	}
 	items := s.instancesIn(project, func(k key) bool { return k.scope == "zones/"+zone })
 	s.mu.Unlock()
 	page, next, e := filterAndPage(items, q)

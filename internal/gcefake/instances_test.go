@@ -69,6 +69,7 @@ func TestInstanceStatusTransitions(t *testing.T) {
 	type args struct {
 		opts []Option
 		wait bool
+		list bool // read with instances.list, not get
 	}
 	cases := map[string]struct {
 		reason string
@@ -83,6 +84,11 @@ func TestInstanceStatusTransitions(t *testing.T) {
 			reason: "Polling the insert operation counts as time passing.",
 			args:   args{wait: true},
 			want:   []string{"RUNNING"},
+		},
+		"Listed": {
+			reason: "A list of the zone observes its instances as a GET does: a client that polls by listing sees them boot.",
+			args:   args{list: true},
+			want:   []string{"STAGING", "RUNNING", "RUNNING"},
 		},
 		"SlowBoot": {
 			reason: "WithInstanceBoot stretches PROVISIONING and STAGING.",
@@ -105,9 +111,15 @@ func TestInstanceStatusTransitions(t *testing.T) {
 			}
 			got := make([]string, 0, len(tc.want))
 			for range tc.want {
-				i, err := c.inst.Get(ctx, &computepb.GetInstanceRequest{Project: testProject, Zone: testZone, Instance: "vm"})
+				var i *computepb.Instance
+				var err error
+				if tc.args.list {
+					i, err = c.inst.List(ctx, &computepb.ListInstancesRequest{Project: testProject, Zone: testZone}).Next()
+				} else {
+					i, err = c.inst.Get(ctx, &computepb.GetInstanceRequest{Project: testProject, Zone: testZone, Instance: "vm"})
+				}
 				if err != nil {
-					t.Fatalf("Get: %v", err)
+					t.Fatalf("read: %v", err)
 				}
 				got = append(got, i.GetStatus())
 			}

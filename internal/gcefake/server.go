@@ -39,6 +39,7 @@ type config struct {
 	clock               func() time.Time
 	requireAuth         bool
 	strictAddressDelete bool
+	staticRange         string
 }
 
 // An Option configures a Server.
@@ -99,6 +100,14 @@ func WithRequireAuth() Option { return func(c *config) { c.requireAuth = true } 
 // (see doc.go), so it is off by default.
 func WithStrictAddressDelete() Option { return func(c *config) { c.strictAddressDelete = true } }
 
+// WithStaticAddressRange reserves addresses without an explicit IP from
+// prefix instead of 203.0.113.0/24, whose 253 addresses a bench of more
+// proxies exhausts. Take it from a range no real host has, such as
+// 198.18.0.0/15 (RFC 2544, benchmarking).
+func WithStaticAddressRange(prefix string) Option {
+	return func(c *config) { c.staticRange = prefix }
+}
+
 // Server is a fake of the Compute Engine v1 REST API. It is an http.Handler;
 // Start serves it on a loopback listener. All methods are safe for concurrent
 // use.
@@ -126,6 +135,7 @@ func New(opts ...Option) *Server {
 		bootProvisioning: 1,
 		bootStaging:      1,
 		clock:            time.Now,
+		staticRange:      staticRange,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -134,7 +144,7 @@ func New(opts ...Option) *Server {
 	for _, z := range c.zones {
 		c.regions[regionOf(z)] = true
 	}
-	s := &Server{cfg: c, st: newStore(), faults: newFaultSet(c.clock), calls: newCallCounter(), auth: newAuthority(c.clock), v: newValidators()}
+	s := &Server{cfg: c, st: newStore(c.staticRange), faults: newFaultSet(c.clock), calls: newCallCounter(), auth: newAuthority(c.clock), v: newValidators()}
 	s.mux = s.routes()
 	return s
 }

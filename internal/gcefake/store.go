@@ -80,7 +80,7 @@ type store struct {
 	ephemeral  *ipPool
 }
 
-func newStore() *store {
+func newStore(static string) *store {
 	return &store{
 		instances:  map[key]*instanceRec{},
 		addresses:  map[key]*computepb.Address{},
@@ -88,7 +88,7 @@ func newStore() *store {
 		ops:        map[key]*opRec{},
 		requestIDs: map[string]key{},
 		internal:   newIPPool(internalRange),
-		static:     newIPPool(staticRange),
+		static:     newIPPool(static),
 		ephemeral:  newIPPool(ephemeralRange),
 	}
 }

@@ -68,6 +68,10 @@ type Backend struct {
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
 	verifier *squid.Verifier
+	// cache holds the lists Observe reads the parts of proxies from; nil
+	// reads every part with its own GET.
+	cache   *partsCache
+	listTTL time.Duration
 }
 
 // An Option configures a Backend.
@@ -105,6 +109,11 @@ func WithAllowedServiceAccounts(config string, emails ...string) Option {
 	}
 }
 
+// WithListTTL sets how old the shared lists that Observe reads may be (see
+// partsCache); 0 or less turns them off, and every Observe reads each part
+// of its proxy with a GET.
+func WithListTTL(d time.Duration) Option { return func(b *Backend) { b.listTTL = d } }
+
 // WithClock sets the clock that picks retry windows, for tests.
 func WithClock(now func() time.Time) Option { return func(b *Backend) { b.now = now } }
 
@@ -126,9 +135,12 @@ func New(ctx context.Context, project string, clientOpts []option.ClientOption, 
 }
 
 func newBackend(project string, svc *services, o ...Option) *Backend {
-	b := &Backend{project: project, svc: svc, life: &lifecycle{close: svc.close}, timeout: DefaultCallTimeout, retry: DefaultRetryInterval, now: time.Now, config: defaultConfigName, verifier: squid.NewVerifier()}
+	b := &Backend{project: project, svc: svc, life: &lifecycle{close: svc.close}, timeout: DefaultCallTimeout, retry: DefaultRetryInterval, now: time.Now, config: defaultConfigName, verifier: squid.NewVerifier(), listTTL: DefaultListTTL}
 	for _, fn := range o {
 		fn(b)
+	}
+	if b.listTTL > 0 {
+		b.cache = newPartsCache(b.listTTL)
 	}
 	return b
 }

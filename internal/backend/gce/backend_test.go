@@ -115,6 +115,8 @@ func TestReplaceTerminated(t *testing.T) {
 			if err := e.fake.SetInstanceStatus(testProject, testZone, testName, status); err != nil {
 				t.Fatal(err)
 			}
+			// Observe sees a change it did not make at the next list.
+			e.clock.advance(DefaultListTTL)
 			o, err := e.b.Observe(ctx(t), d)
 			if err != nil || (o.State != commonv1alpha1.StateTerminated && o.State != commonv1alpha1.StateStopped) || o.Ready {
 				t.Fatalf("Observe of a %s instance = %+v, %v; want Terminated or Stopped, not ready", status, o, err)

@@ -54,6 +54,9 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	if err != nil {
 		return err
 	}
+	// Observe reads this proxy's parts with GETs until lists made after
+	// this write are there.
+	defer b.cache.touch(s)
 	if err := b.checkServiceAccount(s); err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ func (b *Backend) Delete(ctx context.Context, d Desired) error {
 			return err
 		}
 	}
+	defer b.cache.touch(s)
 	fw, err := b.getFirewall(ctx, s.name)
 	if err != nil {
 		return err

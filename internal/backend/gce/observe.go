@@ -30,8 +30,9 @@ const (
 	msgFmtHalfMade = "the instance is missing; %s %s"
 )
 
-// Observe reads the instance, its firewall rule and its address, and never
-// changes them. It reports NotFound only when the instance is missing and
+// Observe reads the instance, its firewall rule and its address (from the
+// shared lists, see partsCache), and the guest's report, and never changes
+// them. It reports NotFound only when the instance is missing and
 // no part of ours is left (see observeMissing).
 func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err := b.life.acquire(); err != nil {
@@ -42,7 +43,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err != nil {
 		return Observation{}, err
 	}
-	p, err := b.getParts(ctx, s)
+	p, err := b.cachedParts(ctx, s, d.Ownership)
 	if err != nil {
 		return Observation{}, err
 	}

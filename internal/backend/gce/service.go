@@ -31,6 +31,7 @@ type instancesAPI interface {
 	Insert(ctx context.Context, req *computepb.InsertInstanceRequest, opts ...gax.CallOption) (*compute.Operation, error)
 	Delete(ctx context.Context, req *computepb.DeleteInstanceRequest, opts ...gax.CallOption) (*compute.Operation, error)
 	AggregatedList(ctx context.Context, req *computepb.AggregatedListInstancesRequest, opts ...gax.CallOption) *compute.InstancesScopedListPairIterator
+	List(ctx context.Context, req *computepb.ListInstancesRequest, opts ...gax.CallOption) *compute.InstanceIterator
 	Close() error
 }
 
@@ -39,6 +40,7 @@ type addressesAPI interface {
 	Get(ctx context.Context, req *computepb.GetAddressRequest, opts ...gax.CallOption) (*computepb.Address, error)
 	Insert(ctx context.Context, req *computepb.InsertAddressRequest, opts ...gax.CallOption) (*compute.Operation, error)
 	Delete(ctx context.Context, req *computepb.DeleteAddressRequest, opts ...gax.CallOption) (*compute.Operation, error)
+	List(ctx context.Context, req *computepb.ListAddressesRequest, opts ...gax.CallOption) *compute.AddressIterator
 	Close() error
 }
 

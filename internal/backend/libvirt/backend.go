@@ -38,9 +38,11 @@ type Desired = backend.Desired[v1alpha1.KVMProxyParameters]
 type Observation = backend.Observation[v1alpha1.KVMProxyObservation]
 
 // Backend runs egress proxies as libvirt domains: an overlay volume of a
-// base image, a NoCloud seed ISO volume and a domain, per instance. It keeps
-// no state: everything it needs is read back from libvirt, and ownership
-// lives in the domain's <metadata>.
+// base image, a NoCloud seed ISO volume and a domain, per instance.
+// Everything it decides on is read back from libvirt, and ownership lives
+// in the domain's <metadata>; it only remembers, for a while, the MACs of
+// other domains (macIndex) and what it verified of running ones
+// (verifiedDomains).
 type Backend struct {
 	svc      service
 	closer   io.Closer
@@ -55,6 +57,12 @@ type Backend struct {
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
 	verifier *squid.Verifier
+	// macs are the NIC MACs of the host's domains, for checkMAC.
+	macs macIndex
+	// verified is what full Observes found of running domains (see
+	// observeVerified), trusted for verifyEvery.
+	verified    verifiedDomains
+	verifyEvery time.Duration
 }
 
 // An Option configures a Backend.
@@ -78,6 +86,13 @@ func WithClock(now func() time.Time) Option {
 	return func(b *Backend) { b.now = now }
 }
 
+// WithVerifyInterval sets how long a steady-state Observe trusts what it
+// last verified of a running domain (DefaultVerifyInterval); 0 or less
+// verifies everything at every Observe.
+func WithVerifyInterval(d time.Duration) Option {
+	return func(b *Backend) { b.verifyEvery = d }
+}
+
 // WithVerifier sets the Verifier of htpasswd files, e.g. one shared by the
 // backends of a test. By default each Backend has its own.
 func WithVerifier(v *squid.Verifier) Option {
@@ -97,7 +112,7 @@ func New(t dialer.Target, opts ...Option) (*Backend, error) {
 }
 
 func newBackend(svc service, closer io.Closer, opts ...Option) *Backend {
-	b := &Backend{svc: svc, closer: closer, boot: []string{bootDisk}, now: time.Now, verifier: squid.NewVerifier()}
+	b := &Backend{svc: svc, closer: closer, boot: []string{bootDisk}, now: time.Now, verifier: squid.NewVerifier(), verifyEvery: DefaultVerifyInterval}
 	for _, o := range opts {
 		o(b)
 	}

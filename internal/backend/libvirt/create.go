@@ -60,6 +60,7 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
 	}
+	defer b.verified.forget(d.Name)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
 		return err
@@ -180,24 +181,23 @@ func (b *Backend) claim(ctx context.Context, d Desired, pool golibvirt.StoragePo
 
 // checkMAC refuses a MAC address a NIC of another domain of the host has.
 // The whole host is searched, not one network: a bridge and the libvirt
-// network on it are one segment under two names.
+// network on it are one segment under two names. The MACs of a domain
+// already read are taken from b.macs (see macTTL).
 func (b *Backend) checkMAC(ctx context.Context, name, mac string) error {
+	listed := b.now()
 	doms, err := b.svc.ConnectListAllDomains(ctx)
 	if err != nil {
 		return classify(errors.Wrap(err, errListDomains))
 	}
+	b.macs.keep(doms, listed)
 	for _, dom := range doms {
 		if dom.Name == name {
 			continue
 		}
-		desc, err := b.svc.DomainGetXMLDesc(ctx, dom)
+		macs, err := b.domainMACs(ctx, dom)
 		if isNotFound(err) {
 			continue
 		}
-		if err != nil {
-			return classify(errors.Wrap(err, errDomainXML))
-		}
-		macs, err := nicMACs(desc)
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,7 @@ func (b *Backend) Delete(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
 	}
+	defer b.verified.forget(d.Name)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil || !found {
 		return err

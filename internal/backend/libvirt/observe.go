@@ -112,6 +112,9 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err := checkDesired(d); err != nil {
 		return Observation{}, err
 	}
+	if o, ok, err := b.observeVerified(ctx, d); ok {
+		return o, err
+	}
 	p := withDefaults(d.Params)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
@@ -156,26 +159,34 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		diffs = append(diffs, msgNeverStarted)
 	}
 	o.UpToDate, o.Diff = len(diffs) == 0, strings.Join(diffs, "; ")
+	b.remember(d, di, desiredKey(d, sum), o)
 	if o.State != commonv1alpha1.StateRunning {
 		return o, nil
 	}
-	ip, msg, err := b.address(ctx, di, vm.MAC, p.Network.Bridge != nil)
-	if err != nil {
+	if err := b.reachable(ctx, &o, di.Dom, d, vm.MAC, sum); err != nil {
 		return Observation{}, err
+	}
+	return o, nil
+}
+
+// reachable fills in o what every Observe of a running domain reads anew:
+// its address, and with the serve probe whether squid serves.
+func (b *Backend) reachable(ctx context.Context, o *Observation, dom golibvirt.Domain, d Desired, mac, sum string) error {
+	ip, msg, err := b.address(ctx, domainInfo{Dom: dom}, mac, withDefaults(d.Params).Network.Bridge != nil)
+	if err != nil {
+		return err
 	}
 	if ip == "" {
 		o.Message = msg
-		return o, nil
+		return nil
 	}
 	// On a NAT network the VM's address is private: traffic leaves from the
 	// host's address. Only a bridged VM's address is its real egress IP.
 	o.Ready, o.Endpoint, o.EgressIPs = true, net.JoinHostPort(ip, strconv.Itoa(int(port(d.Proxy)))), []string{ip}
 	if b.probe {
-		if o.Ready, o.Message, err = b.serves(ctx, di.Dom, d, ip, sum); err != nil {
-			return Observation{}, err
-		}
+		o.Ready, o.Message, err = b.serves(ctx, dom, d, ip, sum)
 	}
-	return o, nil
+	return err
 }
 
 func port(p commonv1alpha1.ProxyParameters) int32 {
@@ -199,6 +210,17 @@ func (b *Backend) volumes(ctx context.Context, pool, name string) (uint64, []str
 	var missing []string
 	var capacity uint64
 	for _, v := range all {
+		if v == seedName(name) {
+			// Only whether the seed exists matters: one RPC, not two.
+			_, err := b.svc.StorageVolLookupByName(ctx, p, v)
+			switch {
+			case isNotFound(err):
+				missing = append(missing, v)
+			case err != nil:
+				return 0, nil, classify(errors.Wrapf(err, errFmtLookupVolume, v))
+			}
+			continue
+		}
 		x, err := b.volumeXML(ctx, p, v)
 		if isNotFound(err) {
 			missing = append(missing, v)
@@ -268,6 +290,8 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
 	}
+	b.verified.forget(d.Name)
+	defer b.verified.forget(d.Name)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
 		return err

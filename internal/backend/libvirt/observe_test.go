@@ -252,3 +252,48 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveRPCs lists the RPCs of a steady-state Observe (no serve probe):
+// what a poll of one proxy costs libvirtd.
+func TestObserveRPCs(t *testing.T) {
+	d := desired()
+	mac := MACAddress(testUID)
+	steady := []string{
+		"DomainLookupByName " + d.Name,
+		"DomainGetState " + d.Name,
+		"DomainGetXMLDesc " + d.Name,
+		"StoragePoolLookupByName " + testPool,
+		"StorageVolLookupByName " + overlayName(d.Name),
+		"StorageVolGetXMLDesc " + overlayName(d.Name),
+		// The seed's presence is all that matters: no XML.
+		"StorageVolLookupByName " + seedName(d.Name),
+	}
+	cases := map[string]struct {
+		reason string
+		src    golibvirt.DomainInterfaceAddressesSource
+		want   []string
+	}{
+		"Agent": {
+			reason: "The guest agent knows the address: one address RPC.",
+			src:    golibvirt.DomainInterfaceAddressesSrcAgent,
+			want:   append(append([]string{}, steady...), "DomainInterfaceAddresses "+d.Name),
+		},
+		"Lease": {
+			reason: "Without an agent, the DHCP lease after it: two address RPCs.",
+			src:    golibvirt.DomainInterfaceAddressesSrcLease,
+			want:   append(append([]string{}, steady...), "DomainInterfaceAddresses "+d.Name, "DomainInterfaceAddresses "+d.Name),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, tc.src, mac, "192.168.150.10"))...)
+			b := newBackend(f, nil)
+			if o, err := b.Observe(context.Background(), d); err != nil || !o.Ready || !o.UpToDate {
+				t.Fatalf("Observe: %+v, %v", o, err)
+			}
+			if diff := cmp.Diff(tc.want, f.calls); diff != "" {
+				t.Errorf("%s\nRPCs of one steady Observe: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
