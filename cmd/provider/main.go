@@ -60,6 +60,8 @@ func main() {
 		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<UID of namespace kube-system>. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
+		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
+		memLimit         = app.Flag("memory-limit", "Soft limit of the provider's Go heap, such as 96Mi: near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 80% of the container's memory limit, if it has one; 0 turns it off; GOMEMLIMIT, when set, wins.").Default("auto").String()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
 	// Each backend declares its own flags.
@@ -67,11 +69,16 @@ func main() {
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 	// Before anything else: a bad value must fail without an API server.
 	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
+	limit, err := memoryLimit(*memLimit, cgroupLimit)
+	kingpin.FatalIfError(err, "Invalid flag")
 
 	zl := zap.New(zap.UseDevMode(*debug))
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
+	if setMemoryLimit(limit, os.Getenv("GOMEMLIMIT")) {
+		log.Info("Go heap soft limit", "memory-limit", *memLimit, "bytes", limit)
+	}
 
 	// Off unless OTEL_EXPORTER_OTLP_*ENDPOINT is set: see docs/platform.md.
 	stopTracing, err := setupTracing(context.Background(), version.Version)
@@ -162,10 +169,11 @@ func main() {
 		// Not in controller.Options: crossplane-runtime has no such fields.
 		WatchedPollInterval: *pollWatched,
 		PollJitter:          *pollJitter,
+		NormalEvents:        *normalEvents,
 		// The tracer is the global one: a no-op unless setupTracing
 		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
-	}, wire(proxy.Env{Self: cfg, CallTimeout: *timeout / 2})), "Cannot set up the provider's controllers")
+	}, wire(proxy.Env{Self: cfg, CallTimeout: *timeout / 2, ReconcileRate: *maxReconcileRate})), "Cannot set up the provider's controllers")
 	err = mgr.Start(ctrl.SetupSignalHandler())
 	// Send the spans still buffered before exiting.
 	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)

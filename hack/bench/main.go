@@ -58,6 +58,8 @@ type options struct {
 	// faults adds the fault runs, each lasting faultFor.
 	faults   bool
 	faultFor time.Duration
+	// providerFlags are added to the provider's command line.
+	providerFlags []string
 }
 
 func main() {
@@ -73,8 +75,11 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "folder to write the provider's CPU profiles to (<backend>-converge.pprof, <backend>-steady.pprof); empty: none")
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
+	var providerFlags string
+	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --memory-limit=96Mi")
 	flag.Parse()
 	o.backends = strings.Split(backends, ",")
+	o.providerFlags = strings.Fields(providerFlags)
 	if o.steady == 0 {
 		o.steady = o.poll
 	}
@@ -113,8 +118,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d, steady window %s, %d CPUs, load average %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, o.steady, numCPU(), loadAvg())
+	extra := ""
+	if len(o.providerFlags) > 0 {
+		extra = " " + strings.Join(o.providerFlags, " ")
+	}
+	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d%s, steady window %s, %d CPUs, load average %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, extra, o.steady, numCPU(), loadAvg())
 	var failed []string
 	for _, b := range o.backends {
 		r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}

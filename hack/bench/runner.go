@@ -246,6 +246,7 @@ func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprof),
 	}
+	args = append(args, r.o.providerFlags...)
 	p, err := startProcess(filepath.Join(r.dir, "provider.log"), r.providerBin, args, []string{"KUBECONFIG=" + e.kubeconfig})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,9 @@ import (
 type Credentials struct {
 	Username string
 	Password string
+	// Generated says the provider generated Password: a long random
+	// secret (see HtpasswdCost), not one a person chose.
+	Generated bool
 }
 
 // Desired is everything a backend needs to build, check or delete one

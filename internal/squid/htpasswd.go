@@ -52,7 +52,7 @@ func HtpasswdMatches(file []byte, user, password string) bool {
 	return uncached.HtpasswdMatches(file, user, password)
 }
 
-func newHtpasswd(user, password string) ([]byte, error) {
+func newHtpasswd(user, password string, cost int) ([]byte, error) {
 	if err := checkUser(user); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func newHtpasswd(user, password string) ([]byte, error) {
 	case len(password) > 72:
 		return nil, errors.New(errPasswdLength)
 	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", errHash, err)
 	}

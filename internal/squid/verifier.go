@@ -76,7 +76,14 @@ var uncached = NewVerifier(WithMaxVerified(0))
 // Htpasswd is Htpasswd that also remembers the new file accepts password, so
 // the Observe after a Create or rotation needs no bcrypt comparison either.
 func (v *Verifier) Htpasswd(user, password string) ([]byte, error) {
-	file, err := newHtpasswd(user, password)
+	return v.HtpasswdCost(user, password, bcrypt.DefaultCost)
+}
+
+// HtpasswdCost is Htpasswd with a bcrypt cost of the caller's choice
+// (bcrypt.MinCost to bcrypt.MaxCost): the work factor only protects a
+// guessable password, so the caller decides, knowing where it came from.
+func (v *Verifier) HtpasswdCost(user, password string, cost int) ([]byte, error) {
+	file, err := newHtpasswd(user, password, cost)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func TestVerifierComparisons(t *testing.T) {
 	const user = "team-a"
 	// Made outside the Verifiers under test, as a Secret written by an
 	// earlier process would be: nothing about them is remembered yet.
-	stored, err := newHtpasswd(user, "secret-a")
+	stored, err := newHtpasswd(user, "secret-a", bcrypt.DefaultCost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestVerifierBounded(t *testing.T) {
 // BenchmarkHtpasswdMatches shows the steady-state cost of checking an
 // unchanged password, with and without remembered answers.
 func BenchmarkHtpasswdMatches(b *testing.B) {
-	file, err := newHtpasswd("team-a", "secret-a")
+	file, err := newHtpasswd("team-a", "secret-a", bcrypt.DefaultCost)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (b *Backend) htpasswd(ctx context.Context, d backend.Desired[Params]) ([]by
 	if err == nil && b.verifier.HtpasswdMatches(s.Data[keyHtpasswd], d.Credentials.Username, d.Credentials.Password) {
 		return s.Data[keyHtpasswd], nil
 	}
-	h, err := b.verifier.Htpasswd(d.Credentials.Username, d.Credentials.Password)
+	h, err := b.verifier.HtpasswdCost(d.Credentials.Username, d.Credentials.Password, backend.HtpasswdCost(d.Credentials))
 	// The squid error names the rule broken, never the password.
 	return h, backend.Permanent(errors.Wrap(err, errHtpasswd))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -25,8 +26,8 @@ import (
 // DefaultCallTimeout bounds one call to a target cluster.
 const DefaultCallTimeout = 30 * time.Second
 
-// Client rate limits per target cluster: above client-go's defaults (5/10),
-// as one provider config serves many proxies.
+// Client rate limits per target cluster without WithReconcileRate: above
+// client-go's defaults (5/10), as one provider config serves many proxies.
 const (
 	clientQPS   = 20
 	clientBurst = 40
@@ -50,6 +51,15 @@ func WithInjectedConfig(cfg *rest.Config) FactoryOption {
 	return func(f *factory) { f.injected = cfg }
 }
 
+// WithReconcileRate sizes the client of a target cluster for r reconciles
+// per second, as the provider's own (ratelimiter.LimitRESTConfig): a new
+// proxy is four creates, which at the fixed 20 per second (per kind) made
+// 1000 new proxies wait minutes for the client. A kubeconfig's own limits
+// win.
+func WithReconcileRate(r int) FactoryOption {
+	return func(f *factory) { f.rate = r }
+}
+
 // WithCallTimeout bounds every call to a target cluster.
 func WithCallTimeout(d time.Duration) FactoryOption {
 	return func(f *factory) { f.timeout = d }
@@ -58,6 +68,7 @@ func WithCallTimeout(d time.Duration) FactoryOption {
 type factory struct {
 	injected *rest.Config
 	timeout  time.Duration
+	rate     int
 	cache    *proxy.ClientCache[Backend]
 }
 
@@ -127,7 +138,11 @@ func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, err
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = f.timeout
 	rc.UserAgent = "provider-egressproxy"
-	if rc.QPS == 0 {
+	switch {
+	case rc.QPS != 0:
+	case f.rate > 0:
+		rc = ratelimiter.LimitRESTConfig(rc, f.rate)
+	default:
 		rc.QPS, rc.Burst = clientQPS, clientBurst
 	}
 	b, err := kubernetes.NewForConfig(rc, kubernetes.WithPolicy(p))

@@ -37,6 +37,10 @@ const (
 // GeneratedUsername is the user name of generated credentials.
 const GeneratedUsername = "egressproxy"
 
+// A generated password has generatedPasswordLength characters drawn
+// uniformly (crypto/rand) from the 57 of passwordAlphabet: 32 * log2(57),
+// ~186 bits, beyond any guessing, which is why its hash needs no work
+// factor (backend.HtpasswdCost).
 const (
 	generatedPasswordLength = 32
 	passwordAlphabet        = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -153,7 +157,7 @@ func (s *CredentialStore) generated(ctx context.Context, mg resource.Managed, ge
 	if err != nil {
 		return backend.Credentials{}, errors.Wrapf(err, errFmtCreateGenerated, nn.Name)
 	}
-	return backend.Credentials{Username: GeneratedUsername, Password: pw}, nil
+	return backend.Credentials{Username: GeneratedUsername, Password: pw, Generated: true}, nil
 }
 
 // stored reads generated credentials from the Secret nn, which must be
@@ -175,7 +179,25 @@ func (s *CredentialStore) stored(ctx context.Context, mg resource.Managed, nn ty
 	if c.Username == "" || c.Password == "" {
 		return backend.Credentials{}, true, backend.Permanent(errors.Errorf(errFmtGeneratedKeys, nn.Name))
 	}
+	// Someone may have written a password of their own into the Secret:
+	// only one of the shape generated here counts as generated (and so is
+	// hashed cheaply, see backend.HtpasswdCost).
+	c.Generated = isGenerated(c.Password)
 	return c, true, nil
+}
+
+// isGenerated tells whether password has the shape randomPassword gives
+// it: generatedPasswordLength characters of passwordAlphabet.
+func isGenerated(password string) bool {
+	if len(password) != generatedPasswordLength {
+		return false
+	}
+	for i := range len(password) {
+		if !strings.ContainsRune(passwordAlphabet, rune(password[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 func randomPassword() (string, error) {

@@ -49,3 +49,26 @@ func TestGeneratedSecretName(t *testing.T) {
 		t.Error("long names that differ only past the cut must not share a Secret")
 	}
 }
+
+func TestIsGenerated(t *testing.T) {
+	pw, err := randomPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason   string
+		password string
+		want     bool
+	}{
+		"Generated":  {reason: "A password randomPassword made is generated.", password: pw, want: true},
+		"Short":      {reason: "A password of another length was written by someone else.", password: "hunter2", want: false},
+		"SameLength": {reason: "A password of the right length with a character outside the alphabet is not generated.", password: strings.Repeat("l", generatedPasswordLength), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, isGenerated(tc.password)); diff != "" {
+				t.Errorf("%s\nisGenerated(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -120,6 +120,18 @@ func mayWrite(mg resource.Managed) bool {
 	return len(p) == 0
 }
 
+// mayCreate tells whether the management policies of mg let the reconciler
+// create the instance (as the reconciler's ShouldCreate).
+func mayCreate(mg resource.Managed) bool {
+	p := mg.GetManagementPolicies()
+	for _, a := range p {
+		if a == xpv2.ManagementActionAll || a == xpv2.ManagementActionCreate {
+			return true
+		}
+	}
+	return len(p) == 0
+}
+
 // Observe reports whether the instance exists and is up to date, and
 // publishes its status and connection details.
 func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.ExternalObservation, error) {
@@ -136,6 +148,14 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 	d := e.desired(mg, c)
 	o, err := e.backend.Observe(ctx, d)
 	if backend.IsNotFound(err) {
+		if !meta.WasDeleted(mg) && mayCreate(mg) {
+			// The managed reconciler adds its finalizer (one write) and
+			// then saves the create-pending annotation (another) before
+			// Create. Added here, the finalizer is already there, and is
+			// saved with the annotation and the external name in one
+			// write, still before anything is created.
+			meta.AddFinalizer(mg, managed.FinalizerName)
+		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	if err != nil {

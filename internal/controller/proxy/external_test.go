@@ -443,7 +443,8 @@ func TestExternalCreate(t *testing.T) {
 		if !ok || s.Name != "web-kubernetesproxy-credentials" || len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != extUID {
 			return errors.Errorf("unexpected Create of %T %q", o, o.GetName())
 		}
-		generated = backend.Credentials{Username: string(s.Data[SecretKeyUsername]), Password: string(s.Data[SecretKeyPassword])}
+		// Generated: the backend hashes it at the lowest bcrypt cost.
+		generated = backend.Credentials{Username: string(s.Data[SecretKeyUsername]), Password: string(s.Data[SecretKeyPassword]), Generated: true}
 		return nil
 	})
 	cases := map[string]writeCase{
@@ -606,4 +607,38 @@ func TestExternalDeleteNotFound(t *testing.T) {
 			mg:      extMR(withDeletion()),
 		},
 	})
+}
+
+func TestObserveNotFoundFinalizer(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.KubernetesProxy
+		want   []string
+	}{
+		"WillCreate": {
+			reason: "A missing instance the reconciler will create gets the finalizer in memory, saved with the create-pending annotation in one write.",
+			mg:     extMR(),
+			want:   []string{managed.FinalizerName},
+		},
+		"ObserveOnly": {
+			reason: "A resource that may not create its instance gets no finalizer from Observe.",
+			mg:     extMR(withPolicies(xpv2.ManagementActionObserve)),
+		},
+		"Deleted": {
+			reason: "A resource being deleted never gets a finalizer back.",
+			mg:     extMR(withDeletion()),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := backend.Fns[kparams, kobs]{ObserveFn: failing(backend.NotFound(errBoom))}
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, b, &test.MockClient{MockGet: givenSecret(alice)}, "test")
+			if _, err := e.Observe(t.Context(), tc.mg); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tc.mg.GetFinalizers()); diff != "" {
+				t.Errorf("%s\nfinalizers: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

@@ -10,17 +10,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
-
-const errSetExternalName = "cannot record the instance name as external name"
 
 // OwnerOf returns the owner of the instance of mg.
 func OwnerOf(mg resource.Managed) backend.Owner {
@@ -36,16 +32,18 @@ func InstanceName(mg resource.Managed, maxLen int) string {
 	return backend.Name(OwnerOf(mg), maxLen)
 }
 
-// NameInitializer records the deterministic instance name as the external
-// name before anything is created, so EXTERNAL-NAME shows what to look for
-// on the backend and a crash during Create cannot lose it.
-func NameInitializer(c client.Client, maxLen int) managed.Initializer {
-	return managed.InitializerFn(func(ctx context.Context, mg resource.Managed) error {
-		if meta.GetExternalName(mg) != "" {
-			return nil
+// NameInitializer sets the deterministic instance name as the external
+// name, so EXTERNAL-NAME shows what to look for on the backend. It writes
+// nothing: the name is derived from the resource, so it cannot be lost, and
+// the next write of the resource's metadata saves it along (the finalizer
+// and create-pending annotation before Create, or the finalizer of an
+// instance found existing), one write per new resource instead of two.
+func NameInitializer(maxLen int) managed.Initializer {
+	return managed.InitializerFn(func(_ context.Context, mg resource.Managed) error {
+		if meta.GetExternalName(mg) == "" {
+			meta.SetExternalName(mg, backend.Name(OwnerOf(mg), maxLen))
 		}
-		meta.SetExternalName(mg, backend.Name(OwnerOf(mg), maxLen))
-		return errors.Wrap(c.Update(ctx, mg), errSetExternalName)
+		return nil
 	})
 }
 

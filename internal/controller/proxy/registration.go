@@ -40,6 +40,10 @@ type Env struct {
 	Self *rest.Config
 	// CallTimeout bounds one backend call.
 	CallTimeout time.Duration
+	// ReconcileRate is --max-reconcile-rate: a backend's API client sized
+	// for it (as ratelimiter.LimitRESTConfig sizes the provider's own)
+	// keeps up with the reconciles; zero leaves the backend's default.
+	ReconcileRate int
 }
 
 // A Registration is the controller side of one backend, as cmd/provider

@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,10 @@ type Options struct {
 	// resource's own poll-interval annotation wins over both.
 	WatchedPollInterval time.Duration
 
+	// NormalEvents records the managed reconciler's Normal events too
+	// (creation, update or deletion requested); otherwise only warnings.
+	NormalEvents bool
+
 	// PollJitter moves each poll up to this much earlier or later, at most
 	// a tenth of the poll interval, so resources created together do not
 	// poll together forever.
@@ -83,6 +88,36 @@ func pollHook(o Options, watched func() bool) managed.PollIntervalHook {
 	}
 }
 
+// recorder returns r, or r without Normal events unless normal is true. The
+// managed reconciler's Normal events only say that a call it made
+// succeeded ("Successfully requested creation of external resource"),
+// which the Synced and Ready conditions say too: one write per new
+// resource, one per update, for nothing a condition lacks. Warnings, which
+// carry errors, are always recorded.
+func recorder(r event.Recorder, normal bool) event.Recorder {
+	if normal {
+		return r
+	}
+	return warningsOnly{Recorder: r}
+}
+
+type warningsOnly struct {
+	event.Recorder
+}
+
+func (w warningsOnly) Event(obj runtime.Object, e event.Event) {
+	if e.Type == event.TypeNormal {
+		return
+	}
+	w.Recorder.Event(obj, e)
+}
+
+// WithAnnotations keeps the filter: the reconciler records its creation
+// event through an annotated recorder.
+func (w warningsOnly) WithAnnotations(keysAndValues ...string) event.Recorder {
+	return warningsOnly{Recorder: w.Recorder.WithAnnotations(keysAndValues...)}
+}
+
 const errFmtNoList = "cannot list resources of kind %s: the scheme does not know it"
 
 // watching is a connector whose backends may report changes.
@@ -97,8 +132,8 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		managed.WithTypedExternalConnector[M](c),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
-		managed.WithInitializers(NameInitializer(mgr.GetClient(), maxNameLen)),
+		managed.WithRecorder(recorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), o.NormalEvents)),
+		managed.WithInitializers(NameInitializer(maxNameLen)),
 		// Names are derived from the resource, so a crash during Create
 		// loses nothing: the next Create finds and finishes the instance.
 		managed.WithDeterministicExternalName(true),
@@ -119,7 +154,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	}
 	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
 	// quietManager: a poll that changes nothing writes nothing.
-	r := managed.NewReconciler(quietManager{Manager: mgr}, resource.ManagedKind(gvk), opts...)
+	r := managed.NewReconciler(quietManager{Manager: mgr, written: newWrittenStatus()}, resource.ManagedKind(gvk), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
