@@ -289,8 +289,9 @@ func (c *Cluster) notInstalled(ctx context.Context) []string {
 }
 
 // activeRevision returns the package's active revision whose objects are
-// established (RevisionHealthy: its Healthy also needs RuntimeHealthy,
-// which only the Deployment runtime reports).
+// established. Crossplane v2.4 says so with RevisionHealthy (the Healthy of
+// a Provider or Function revision also needs RuntimeHealthy, which only the
+// Deployment runtime reports); a ConfigurationRevision may say Healthy.
 // With version set, only a revision of that version counts.
 func (c *Cluster) activeRevision(ctx context.Context, gvk schema.GroupVersionKind, pkg, version string) (*unstructured.Unstructured, error) {
 	revs := &unstructured.UnstructuredList{}
@@ -303,7 +304,8 @@ func (c *Cluster) activeRevision(ctx context.Context, gvk schema.GroupVersionKin
 		r := &revs.Items[i]
 		s, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState")
 		img, _, _ := unstructured.NestedString(r.Object, "spec", "image")
-		if s == "Active" && HasCondition(r, "RevisionHealthy", "True") && (version == "" || strings.HasSuffix(img, ":"+version)) {
+		healthy := HasCondition(r, "RevisionHealthy", "True") || (gvk == gvkConfigurationRevision && HasCondition(r, "Healthy", "True"))
+		if s == "Active" && healthy && (version == "" || strings.HasSuffix(img, ":"+version)) {
 			return r, nil
 		}
 		seen = append(seen, r.GetName()+" "+s+": "+conditions(r))
@@ -419,7 +421,7 @@ func (c *Cluster) Upgrade(ctx context.Context, version, overlay string) error {
 	var last error
 	if err := c.waitFor(ctx, nil, installTimeout, "", func(ctx context.Context) (bool, error) {
 		for _, cfg := range Configurations {
-			if _, last = c.activeConfigurationRevision(ctx, cfg.Name, version); last != nil {
+			if _, last = c.activeRevision(ctx, gvkConfigurationRevision, cfg.Name, version); last != nil {
 				return false, nil
 			}
 		}
@@ -435,30 +437,6 @@ func (c *Cluster) buildOf(version, overlay string) pkgruntime.Build {
 	b := c.build(overlay)
 	b.Version, b.Out = version, c.dir("xpkg-"+version)
 	return b
-}
-
-// activeConfigurationRevision returns the Configuration's active, Healthy
-// revision of version.
-func (c *Cluster) activeConfigurationRevision(ctx context.Context, name, version string) (*unstructured.Unstructured, error) {
-	revs := &unstructured.UnstructuredList{}
-	revs.SetGroupVersionKind(gvkConfigurationRevision.GroupVersion().WithKind(gvkConfigurationRevision.Kind + "List"))
-	if err := c.Client.List(ctx, revs, client.MatchingLabels{pkgruntime.LabelPackage: name}); err != nil {
-		return nil, err
-	}
-	var seen []string
-	for i := range revs.Items {
-		r := &revs.Items[i]
-		s, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState")
-		img, _, _ := unstructured.NestedString(r.Object, "spec", "image")
-		// Crossplane v2.4 reports a revision's objects established as
-		// RevisionHealthy; older versions as Healthy.
-		healthy := HasCondition(r, "RevisionHealthy", "True") || HasCondition(r, "Healthy", "True")
-		if s == "Active" && healthy && strings.HasSuffix(img, ":"+version) {
-			return r, nil
-		}
-		seen = append(seen, r.GetName()+" "+s+" "+img+": "+conditions(r))
-	}
-	return nil, errors.Errorf(errFmtNoRevision+" (%s)", gvkConfigurationRevision.Kind, name+" at "+version, strings.Join(seen, "; "))
 }
 
 // conditions summarises an object's conditions for messages.
