@@ -91,9 +91,17 @@ find_daemon() {
 }
 
 # members lists the live PIDs in the sandbox's pid or network namespace.
+# Namespace inode numbers are recycled as soon as a namespace is freed (the
+# kernel hands out the lowest free one), so BASE/ns names this sandbox only
+# while its holder lives: once the holder is dead the same numbers may belong
+# to another sandbox started meanwhile, whose processes must not be killed.
 members() {
-  local pidns netns p
+  local pidns netns p hpid
   read -r pidns netns 2>/dev/null <"$base/ns" || return 0
+  find_holder
+  [ -n "$H" ] || return 0
+  hpid=$(stat -L -c %i "/proc/$H/ns/pid" 2>/dev/null) || return 0
+  [ "$hpid" = "$pidns" ] || return 0
   {
     # stat fails for processes that exit meanwhile; the rest is still printed.
     stat -L -c '%n %i' /proc/[0-9]*/ns/pid 2>/dev/null || true
@@ -102,6 +110,14 @@ members() {
     sort -un | while read -r p; do
     if alive "$p"; then echo "$p"; fi
   done
+}
+
+# in_netns PID NETNS: PID is alive and still in the network namespace NETNS.
+# A live process pins its namespace, so the number cannot have been recycled.
+in_netns() {
+  local n
+  n=$(stat -L -c %i "/proc/$1/ns/net" 2>/dev/null) || return 1
+  [ "$n" = "$2" ] && alive "$1"
 }
 
 # wait_gone SECONDS PID...: true once every PID is dead or a zombie.
@@ -200,8 +216,10 @@ start_holder() {
     fi
     sleep 0.05
   done
-  read -r kids <"/proc/$u/task/$u/children" || true
+  kids=
+  read -r kids 2>/dev/null <"/proc/$u/task/$u/children" || true
   H=${kids%% *}
+  [ -n "$H" ] || { log_tail; die "the namespace init exited right after it started; see $base/log/sandbox.log"; }
   proc_stat "$H" || die "the namespace init died at once; see $base/log/sandbox.log"
   echo "$H $START" >"$base/holder.pid"
   echo "$(stat -L -c %i "/proc/$H/ns/pid") $(stat -L -c %i "/proc/$H/ns/net")" >"$base/ns"
@@ -239,7 +257,9 @@ start() {
   write_config
   find_holder
   if [ -z "$H" ]; then
-    kill_members # leftovers of a sandbox whose holder was killed by hand
+    # A holder killed by hand took its pid namespace with it; what lived
+    # only in its network namespace can no longer be told apart from another
+    # sandbox's (see members), so it is left alone.
     start_holder
   fi
   find_daemon
@@ -251,7 +271,11 @@ start() {
 }
 
 kill_members() {
-  local pids
+  local pids p left= pidns netns
+  # The list is taken while the holder lives, which proves the namespace
+  # numbers in BASE/ns are still this sandbox's (see members).
+  pids=$(members)
+  read -r pidns netns 2>/dev/null <"$base/ns" || true
   # PID 1 of the pid namespace first: the kernel then kills the rest, and its
   # unshare parent reaps it (a sibling killed at the same time would not).
   find_holder
@@ -259,12 +283,16 @@ kill_members() {
     kill -9 "$H" 2>/dev/null || true
     wait_gone 5 "$H" || true
   fi
-  pids=$(members)
-  [ -n "$pids" ] || return 0
+  # What is left lives only in the network namespace (entered with nsenter
+  # --net from the host); each such process still pins that namespace.
+  for p in $pids; do
+    if in_netns "$p" "${netns:--}"; then left="$left $p"; fi
+  done
+  [ -n "$left" ] || return 0
   # shellcheck disable=SC2086
-  kill -9 $pids 2>/dev/null || true
+  kill -9 $left 2>/dev/null || true
   # shellcheck disable=SC2086
-  wait_gone 5 $pids || echo "libvirt-sandbox: still alive after kill -9: $(members | tr '\n' ' ')" >&2
+  wait_gone 5 $left || echo "libvirt-sandbox: still alive after kill -9:$left" >&2
 }
 
 stop() {

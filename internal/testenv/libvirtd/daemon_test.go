@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +172,28 @@ func equateNetip() cmp.Options {
 		cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 	}
+}
+
+// Namespace numbers are recycled as soon as a namespace is freed, so the
+// numbers a stopped sandbox recorded may name another sandbox's namespaces
+// when tests run in parallel. Stopping the first must not kill the second.
+func TestStopSparesAnotherSandboxWithRecycledNamespaces(t *testing.T) {
+	live := Start(t)
+	ns, err := os.ReadFile(filepath.Join(live.Base, "ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sandbox whose holder is gone and whose numbers were recycled by live.
+	stale := &Daemon{Base: shortTempDir(t), script: live.script, t: t}
+	t.Cleanup(func() { _ = os.RemoveAll(stale.Base) })
+	if err := os.WriteFile(filepath.Join(stale.Base, "ns"), ns, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := stale.exec("stop", stopTimeout); err != nil {
+		t.Fatalf("stop of the stale sandbox: %v\n%s", err, out)
+	}
+	if out, err := live.exec("status", stopTimeout); err != nil {
+		t.Fatalf("the live sandbox after another's stop: %v\n%s", err, out)
+	}
+	live.DialURI(t, "test")
 }
