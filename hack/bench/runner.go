@@ -324,6 +324,12 @@ func (r *runner) counts(ctx context.Context, e *env, b bench, p *process) (count
 				target = "apiserver " + m.labels["host"]
 			}
 			c[reqKey{target: target, verb: m.labels["method"]}] += m.value
+		case "controller_runtime_reconcile_total":
+			// The managed resources' controllers only; their rate limiter's
+			// refusals count as requeue_after.
+			if strings.HasPrefix(m.labels["controller"], "managed/") {
+				c[reqKey{target: reconciles, verb: m.labels["result"]}] += m.value
+			}
 		case "egressproxy_backend_calls_total":
 			if e.opsAreRequests {
 				c[reqKey{target: targetVirt + " (provider backend ops)", verb: m.labels["operation"]}] += m.value
