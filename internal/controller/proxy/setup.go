@@ -158,7 +158,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(resource.DesiredStateChanged()).
+		WithEventFilter(desiredStateChanged()).
 		For(obj)
 	if watches {
 		// A backend that watches its instances has a changed one
