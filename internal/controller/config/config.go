@@ -153,6 +153,6 @@ func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.Gr
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
 		For(obj).
-		Watches(usage, &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}).
+		Watches(usage, settled{h: &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}, delay: usageSettle}).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
