@@ -293,28 +293,36 @@ func endpointOf(svc *corev1.Service) string {
 }
 
 // readiness tells whether the proxy serves: the rollout of the current spec
-// is done, a replica is available and clients have an endpoint.
+// is done, a replica is available and clients have an endpoint. While no
+// replica is available the message is the count, and why a rollout is
+// stuck: a new proxy went through three messages before (the controller
+// has not seen the spec, rolling out, the count), each a status write that
+// told a user nothing the count does not.
 func readiness(dep *appsv1.Deployment, svc *corev1.Service, endpoint string) (bool, string) {
 	want := ptr.Deref(dep.Spec.Replicas, 1)
 	st := dep.Status
 	switch {
+	case st.AvailableReplicas < 1:
+		return false, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want) + stuck(st)
 	case st.ObservedGeneration < dep.Generation:
 		return false, msgGeneration
 	case st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas:
-		msg := fmt.Sprintf(msgFmtRollingOut, st.UpdatedReplicas, want, st.AvailableReplicas)
-		for _, c := range st.Conditions {
-			// Say why a rollout is stuck: no quota for pods, a deadline.
-			if (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) || c.Reason == reasonDeadline {
-				msg += "; " + fmt.Sprintf(msgFmtCondition, c.Type, c.Message)
-			}
-		}
-		return false, msg
-	case st.AvailableReplicas < 1:
-		return false, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want)
+		return false, fmt.Sprintf(msgFmtRollingOut, st.UpdatedReplicas, want, st.AvailableReplicas) + stuck(st)
 	case svc == nil:
 		return false, fmt.Sprintf(msgFmtNoService, dep.Name)
 	case endpoint == "":
 		return false, fmt.Sprintf(msgFmtNoLBAddress, svc.Name)
 	}
 	return true, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want)
+}
+
+// stuck says why a rollout is stuck: no quota for pods, a deadline.
+func stuck(st appsv1.DeploymentStatus) string {
+	var msg string
+	for _, c := range st.Conditions {
+		if (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) || c.Reason == reasonDeadline {
+			msg += "; " + fmt.Sprintf(msgFmtCondition, c.Type, c.Message)
+		}
+	}
+	return msg
 }

@@ -95,7 +95,17 @@ func TestObserve(t *testing.T) {
 			reason:  "A new instance is up to date but not ready until its pods are.",
 			create:  ptr.To(desired()),
 			observe: desired(),
-			want: observed{UpToDate: true, Message: "rolling out: 0 of 2 replicas updated, 0 available",
+			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
+				Endpoint: endpoint, State: commonv1alpha1.StatePending},
+		},
+		"StuckWithoutReplicas": {
+			reason: "With no replica available, the message is the count and why the rollout is stuck.",
+			create: ptr.To(desired()),
+			mutate: []mutation{editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "pods is forbidden: exceeded quota"}}
+			})},
+			observe: desired(),
+			want: observed{UpToDate: true, Message: "0 of 2 replicas available; ReplicaFailure: pods is forbidden: exceeded quota",
 				Endpoint: endpoint, State: commonv1alpha1.StatePending},
 		},
 		"Available": {
@@ -145,7 +155,7 @@ func TestObserve(t *testing.T) {
 			create:  ptr.To(desired()),
 			mutate:  []mutation{edit(&appsv1.Deployment{}, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](1) })},
 			observe: desired(),
-			want: observed{Diff: "spec.replicas is 1, want 2", Message: "rolling out: 0 of 1 replicas updated, 0 available",
+			want: observed{Diff: "spec.replicas is 1, want 2", Message: "0 of 1 replicas available",
 				Endpoint: endpoint, State: commonv1alpha1.StatePending},
 		},
 		"PasswordRotated": {
@@ -153,14 +163,14 @@ func TestObserve(t *testing.T) {
 			create:  ptr.To(desired()),
 			observe: desired(withPassword("rotated")),
 			want: observed{Diff: "Secret htpasswd does not accept the current credentials",
-				Message: "rolling out: 0 of 2 replicas updated, 0 available", Endpoint: endpoint, State: commonv1alpha1.StatePending},
+				Message: "0 of 2 replicas available", Endpoint: endpoint, State: commonv1alpha1.StatePending},
 		},
 		"ScaledToOne": {
 			reason:  "A PodDisruptionBudget left over after scaling to one replica is drift.",
 			create:  ptr.To(desired()),
 			observe: desired(withReplicas(1)),
 			want: observed{Diff: "PodDisruptionBudget exists but the proxy has one replica",
-				Message: "rolling out: 0 of 2 replicas updated, 0 available", Endpoint: endpoint, State: commonv1alpha1.StatePending},
+				Message: "0 of 2 replicas available", Endpoint: endpoint, State: commonv1alpha1.StatePending},
 		},
 	}
 	for name, tc := range cases {

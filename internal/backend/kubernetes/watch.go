@@ -401,13 +401,16 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 		}
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(o any, initial bool) {
+		AddFunc: func(o any, _ bool) {
 			if m := object(o); m != nil {
+				// Not reported: an owned object appears because this
+				// backend created it, and the reconciler requeues after
+				// every Create by itself; at 1000 new proxies the four
+				// creations each were 4000 reconciles that found nothing
+				// new. What happens to it next (its status, a deletion)
+				// is reported. The initial list is what the first poll
+				// reads anyway.
 				w.seen(kind, m, false)
-				// The initial list is what the first poll reads anyway.
-				if !initial {
-					report(m)
-				}
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {

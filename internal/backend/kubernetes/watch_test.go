@@ -63,6 +63,11 @@ func TestWatchCachePending(t *testing.T) {
 			event:   func(h toolscache.ResourceEventHandler) { h.OnDelete(toolscache.DeletedFinalStateUnknown{Obj: cm("2")}) },
 			want:    want{Pending: false, Reported: 1},
 		},
+		"Created": {
+			reason: "The creation of an owned object is this backend's own Create, which the reconciler follows up by itself: not reported, but it ends the pending write.",
+			event:  func(h toolscache.ResourceEventHandler) { h.OnAdd(cm("2"), false) },
+			want:   want{Pending: false, Reported: 0},
+		},
 		"InitialList": {
 			reason: "The initial list is not a change.",
 			event:  func(h toolscache.ResourceEventHandler) { h.OnAdd(cm("2"), true) },
