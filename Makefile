@@ -79,11 +79,18 @@ squid-image: deps ## Build the real node's squid and pause images (Debian's squi
 xpkg: ## Build the Provider, Function and Configuration packages (no Docker); push them with REGISTRY=.
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) REGISTRY_CA=$(REGISTRY_CA) hack/xpkg.sh
 
+# The tests build the packages (hack/xpkg.sh) in three packages at once; on
+# a cold Go build cache each compiled the provider on its own, under the
+# load of the other tests, for more than the 8 minutes a build may take.
+.PHONY: xpkg-binaries
+xpkg-binaries: ## Build only the binaries the packages embed, into Go's build cache for the tests' package builds.
+	OUTPUT_DIR=$(OUTPUT) hack/xpkg.sh binaries
+
 # prepare runs its parts two at a time: on a first run the images build from
 # the Debian mirror (mostly waiting on downloads) while the tools compile.
 .PHONY: prepare
 prepare: ## Install and build what the tests need (first run only; later runs find it cached).
-	$(MAKE) -j2 deps tools guest-image squid-image check-generate
+	$(MAKE) -j2 deps tools guest-image squid-image check-generate xpkg-binaries
 
 # The package builds (hack/xpkg.sh) run inside go test, in test/render.
 # The kill -9 suite runs on its own, verbose, so its counts are printed.

@@ -10,6 +10,10 @@
 #
 #   hack/xpkg.sh [provider] [function] [configuration] [configuration-namespaced]
 #                                            (default: all four)
+#   hack/xpkg.sh binaries                    only the binaries the packages embed
+#                                            and the host tools (make prepare: the
+#                                            tests' package builds then find them in
+#                                            Go's build cache)
 #   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
 #
 # With REGISTRY set, the Configuration's dependsOn names the Provider and the
@@ -183,6 +187,14 @@ push_args() {
 
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(provider function configuration configuration-namespaced)
+if [ "${parts[*]}" = binaries ]; then
+  mkdir -p "$BIN" "$OUT/bin/host"
+  go_binary ./cmd/provider "$BIN/provider"
+  go_binary ./cmd/function "$BIN/function"
+  go build -o "$OUT/bin/host/mkimage" ./hack/mkimage
+  go build -o "$OUT/bin/host/xpkgpush" ./hack/xpkgpush
+  exit 0
+fi
 for p in "${parts[@]}"; do
   case "$p" in
     provider|function|configuration|configuration-namespaced) ;;
