@@ -142,7 +142,7 @@ func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.Gr
 		return err
 	}
 	name := providerconfig.ControllerName(config.GroupKind().String())
-	r := providerconfig.NewReconciler(mgr, resource.ProviderConfigKinds{
+	r := providerconfig.NewReconciler(quietManager{Manager: mgr}, resource.ProviderConfigKinds{
 		Config:    config,
 		Usage:     g.ProviderConfigUsage(),
 		UsageList: registry.ListOf(g.ProviderConfigUsage()),
