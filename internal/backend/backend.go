@@ -49,6 +49,12 @@ type Observation[O any] struct {
 	Ready bool
 	// Message says why the instance is not ready, or how ready it is.
 	Message string
+	// Creating is true while a new instance is still coming up and
+	// nothing is known to be wrong: its resource keeps the status Create
+	// gave it, which saves a status write per new proxy. A backend sets it
+	// only for a bounded time after creation, so a proxy that never comes
+	// up does show the Message.
+	Creating bool
 	// Endpoint clients use, host:port.
 	Endpoint string
 	// EgressIPs are the addresses traffic leaves from.

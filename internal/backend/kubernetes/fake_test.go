@@ -9,6 +9,7 @@ package kubernetes
 import (
 	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +97,22 @@ func available(n int32) mutation {
 			ObservedGeneration: d.Generation, Replicas: r, UpdatedReplicas: r, ReadyReplicas: n, AvailableReplicas: n,
 		}
 	})
+}
+
+// createdAgo makes the Deployment d old (the fake client sets no creation
+// time).
+func createdAgo(d time.Duration) mutation {
+	return func(t *testing.T, c client.Client) {
+		t.Helper()
+		dep := &appsv1.Deployment{}
+		if err := c.Get(t.Context(), key(), dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.CreationTimestamp = metav1.NewTime(time.Now().Add(-d))
+		if err := c.Update(t.Context(), dep); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // runningPod adds a pod of the instance on node, ready or not.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
@@ -122,7 +123,21 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if !o.Ready && problem != "" {
 		o.Message += "; " + problem
 	}
+	o.Creating = creating(dep, time.Now()) && !o.Ready && problem == ""
 	return o, nil
+}
+
+// creatingFor is how long a new proxy with no replica yet is only
+// "Creating": long enough for a pod to be scheduled and pull squid, short
+// enough that one that never comes up soon shows the count and why.
+const creatingFor = 2 * time.Minute
+
+// creating tells whether dep is a new Deployment still coming up with
+// nothing known to be wrong: no replica yet, made less than creatingFor
+// before now, its rollout not stuck.
+func creating(dep *appsv1.Deployment, now time.Time) bool {
+	return dep.Status.AvailableReplicas == 0 && stuck(dep.Status) == "" &&
+		!dep.CreationTimestamp.IsZero() && now.Sub(dep.CreationTimestamp.Time) < creatingFor
 }
 
 // read gets every part of the instance; a missing part is nil.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,6 +37,7 @@ type observed struct {
 	EgressIPs []string
 	State     commonv1alpha1.InstanceState
 	Available int32
+	Creating  bool
 }
 
 func TestObserve(t *testing.T) {
@@ -92,16 +94,25 @@ func TestObserve(t *testing.T) {
 			want:    observed{Class: backend.ClassNotFound},
 		},
 		"Created": {
-			reason:  "A new instance is up to date but not ready until its pods are.",
+			reason:  "A new instance is up to date but not ready until its pods are; moments after creation it is still Creating.",
 			create:  ptr.To(desired()),
+			mutate:  []mutation{createdAgo(time.Second)},
+			observe: desired(),
+			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
+				Endpoint: endpoint, State: commonv1alpha1.StatePending, Creating: true},
+		},
+		"NotComingUp": {
+			reason:  "A Deployment with no replica creatingFor after its creation is no longer Creating: its resource shows the count.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{createdAgo(creatingFor + time.Second)},
 			observe: desired(),
 			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
 				Endpoint: endpoint, State: commonv1alpha1.StatePending},
 		},
 		"StuckWithoutReplicas": {
-			reason: "With no replica available, the message is the count and why the rollout is stuck.",
+			reason: "With no replica available, the message is the count and why the rollout is stuck, also moments after creation.",
 			create: ptr.To(desired()),
-			mutate: []mutation{editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+			mutate: []mutation{createdAgo(time.Second), editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
 				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "pods is forbidden: exceeded quota"}}
 			})},
 			observe: desired(),
@@ -186,6 +197,7 @@ func TestObserve(t *testing.T) {
 			got := observed{
 				Class: backend.ClassOf(err), UpToDate: o.UpToDate, Diff: tc.want.Diff, Ready: o.Ready, Message: o.Message,
 				Endpoint: o.Endpoint, EgressIPs: o.EgressIPs, State: o.State, Available: o.Extra.AvailableReplicas,
+				Creating: o.Creating,
 			}
 			if !strings.Contains(o.Diff, tc.want.Diff) {
 				got.Diff = o.Diff

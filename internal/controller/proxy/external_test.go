@@ -168,6 +168,8 @@ func TestExternalObserve(t *testing.T) {
 		o          managed.ExternalObservation
 		err        error
 		conditions []xpv2.Condition
+		// unobserved: status.atProvider is left as it was (empty).
+		unobserved bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -241,6 +243,39 @@ func TestExternalObserve(t *testing.T) {
 					{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ConditionReasonReplacing, Message: "instance is Stopped: replacing it"},
 					provisionedTrue(),
 				},
+			},
+		},
+		"StillCreating": {
+			reason: "A new instance still coming up keeps the status Create wrote (Creating, no observation): no status write until it is Ready.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
+					o := running
+					o.Ready, o.Creating, o.Message, o.State = false, true, "0 of 1 replicas available", commonv1alpha1.StatePending
+					return o
+				}())},
+			},
+			mg: extMR(func(mg *v1alpha1.KubernetesProxy) { mg.SetConditions(xpv2.Creating()) }),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{xpv2.Creating()},
+				unobserved: true,
+			},
+		},
+		"CreatingAfterReady": {
+			reason: "An instance that was Ready says what is wrong, even if the backend thinks it new.",
+			fields: fields{
+				kube: &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
+					o := running
+					o.Ready, o.Creating, o.Message, o.State = false, true, "0 of 1 replicas available", commonv1alpha1.StatePending
+					return o
+				}())},
+			},
+			mg: extMR(func(mg *v1alpha1.KubernetesProxy) { mg.SetConditions(xpv2.Available()) }),
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: withCreds},
+				conditions: []xpv2.Condition{xpv2.Unavailable().WithMessage("0 of 1 replicas available"), provisionedTrue()},
 			},
 		},
 		"Terminated": {
@@ -370,6 +405,9 @@ func TestExternalObserve(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.conditions, tc.mg.Status.Conditions, test.EquateConditions()); diff != "" {
 				t.Errorf("%s\nObserve(...): -want conditions, +got conditions:\n%s", tc.reason, diff)
+			}
+			if observed := tc.mg.Status.AtProvider.Endpoint != ""; tc.want.unobserved && observed {
+				t.Errorf("%s\nObserve(...): status.atProvider was written: %+v", tc.reason, tc.mg.Status.AtProvider)
 			}
 		})
 	}

@@ -59,6 +59,34 @@ func (c quietClient) Create(ctx context.Context, obj client.Object, opts ...clie
 	return c.Client.Create(ctx, obj, opts...)
 }
 
+// Patch patches obj, except with a patch that gives a connection Secret no
+// data. The managed reconciler publishes what Observe returns; Observe
+// returns no details when the Secret already has them (External.published),
+// and the publisher then sends a merge patch of the Secret's name, type and
+// controller only, which the API server would answer without writing.
+func (c quietClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if s, ok := obj.(*corev1.Secret); ok && s.Type == resource.SecretTypeConnection && patch.Type() == types.MergePatchType && emptyConnectionPatch(s, patch) {
+		return nil
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// emptyConnectionPatch tells whether patch sets no data of the connection
+// Secret current and names the same controller.
+func emptyConnectionPatch(current *corev1.Secret, patch client.Patch) bool {
+	b, err := patch.Data(current)
+	if err != nil {
+		return false
+	}
+	var want corev1.Secret
+	if err := json.Unmarshal(b, &want); err != nil {
+		return false
+	}
+	have, set := metav1.GetControllerOf(current), metav1.GetControllerOf(&want)
+	return len(want.Data) == 0 && len(want.StringData) == 0 && have != nil && set != nil && have.UID == set.UID &&
+		(want.Type == "" || want.Type == current.Type)
+}
+
 func (c quietClient) Status() client.SubResourceWriter {
 	return quietStatus{SubResourceWriter: c.Client.Status(), reader: c.Client, written: c.written}
 }
