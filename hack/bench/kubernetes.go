@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -44,7 +45,10 @@ const (
 	serviceCIDR = "10.96.0.0/16"
 
 	targetCluster = "target cluster"
-	controlPlane  = "control plane"
+
+	errBaselineClient = "cannot create the baseline client"
+	errUnknownKind    = "the baseline has no object of this kind"
+	controlPlane      = "control plane"
 )
 
 // kubeBench runs KubernetesProxy against the control plane itself as the
@@ -64,11 +68,11 @@ func (k *kubeBench) gvk() schema.GroupVersionKind {
 
 func (k *kubeBench) start(ctx context.Context, r *runner) (*env, error) {
 	// One replica per proxy (no PodDisruptionBudget): the provider's and
-	// the baseline's pods, on enough fake nodes.
+	// the two baselines' pods, on enough fake nodes.
 	if kube.BinDir() == "" || toolCached("kube-controller-manager") == "" || toolCached("kwok") == "" {
 		return nil, errors.Wrap(errMissing, "kube-apiserver, etcd, kube-controller-manager or kwok is not built (hack/tools.sh build)")
 	}
-	c, err := cluster.StartBare(ctx, cluster.Options{Dir: r.dir, Nodes: 2*r.o.n/podsPerNode + 1, Logf: logf})
+	c, err := cluster.StartBare(ctx, cluster.Options{Dir: r.dir, Nodes: 3*r.o.n/podsPerNode + 1, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +109,7 @@ func (k *kubeBench) start(ctx context.Context, r *runner) (*env, error) {
 	if err := addServiceCIDR(ctx, c.Client); err != nil {
 		return nil, err
 	}
-	for _, ns := range []string{cluster.CrossplaneNamespace, cluster.ProxyNamespace, baselineNamespace} {
+	for _, ns := range []string{cluster.CrossplaneNamespace, cluster.ProxyNamespace, baselineNamespace, ssaNamespace} {
 		if err := ensureNamespace(ctx, c.Client, ns); err != nil {
 			return nil, err
 		}
@@ -186,52 +190,75 @@ func (k *kubeBench) backendCounts() counts { return nil }
 
 // baseline creates, per MR, what a plain program composing the proxy would:
 // a ConfigMap, a Secret, a Deployment and a Service, with client-go, at the
-// provider's concurrency and client rate limit.
+// provider's concurrency and client rate limit. Then the same again with
+// server-side apply (ssaBaseline).
 func (k *kubeBench) baseline(ctx context.Context, r *runner) (*baselineResult, error) {
 	cnt := &counter{}
-	cfg := ratelimiter.LimitRESTConfig(k.target, r.o.rate)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			cnt.inc(targetCluster, req.Method)
-			return rt.RoundTrip(req)
-		})
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(countedConfig(k.target, r.o.rate, cnt))
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot create the baseline client")
+		return nil, errors.Wrap(err, errBaselineClient)
 	}
 	// Polls for availability are the bench's, not the baseline's: uncounted.
 	watcher, err := kubernetes.NewForConfig(k.target)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot create the baseline client")
+		return nil, errors.Wrap(err, errBaselineClient)
 	}
 	res := &baselineResult{
 		what:       "client-go creates a ConfigMap (squid.conf), a Secret (htpasswd), a Deployment (1 replica) and a Service per MR, " + fmt.Sprint(r.o.rate) + " at a time",
 		readyMeans: "every Deployment available",
 	}
-	cpu0, t0 := selfCPU(), time.Now()
+	// Built before the clock starts, as the server-side apply baseline's.
+	objs := make([][]client.Object, r.o.n)
+	for i := range objs {
+		objs[i] = kubeObjects(baselineNamespace, fmt.Sprintf("base-%04d", i))
+	}
+	api0, cpu0, t0 := markAPIServer(), selfCPU(), time.Now()
 	err = parallel(ctx, r.o.n, r.o.rate, func(ctx context.Context, i int) error {
-		return createKubeObjects(ctx, cs, fmt.Sprintf("base-%04d", i))
+		return createKubeObjects(ctx, cs, objs[i])
 	})
 	if err != nil {
 		return res, err
 	}
-	res.exist = time.Since(t0)
-	deadline := time.Now().Add(r.o.timeout)
+	res.exist, res.cpuExist, res.apiExist = time.Since(t0), selfCPU()-cpu0, markAPIServer().since(api0)
+	if err := waitAvailable(ctx, watcher, baselineNamespace, r.o.n, r.o.timeout); err != nil {
+		res.requests = cnt.snapshot()
+		return res, err
+	}
+	res.ready, res.cpu, res.requests = time.Since(t0), selfCPU()-cpu0, cnt.snapshot()
+	res.apiReady = markAPIServer().since(api0)
+	res.ssa, err = k.ssaBaseline(ctx, r, watcher)
+	return res, errors.Wrap(err, "server-side apply baseline")
+}
+
+// countedConfig is cfg with the provider's client rate limit for rate
+// reconciles per second, counting every request in cnt.
+func countedConfig(cfg *rest.Config, rate int, cnt *counter) *rest.Config {
+	out := ratelimiter.LimitRESTConfig(cfg, rate)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			cnt.inc(targetCluster, req.Method)
+			return rt.RoundTrip(req)
+		})
+	})
+	return out
+}
+
+// waitAvailable polls, every second, until n Deployments of ns are
+// available.
+func waitAvailable(ctx context.Context, cs kubernetes.Interface, ns string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		l, err := watcher.AppsV1().Deployments(baselineNamespace).List(ctx, metav1.ListOptions{})
-		if err == nil && available(l.Items) == r.o.n {
-			res.ready, res.cpu, res.requests = time.Since(t0), selfCPU()-cpu0, cnt.snapshot()
-			return res, nil
+		l, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err == nil && available(l.Items) == n {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
-	res.requests = cnt.snapshot()
-	return res, errors.New("the baseline's Deployments did not become available")
+	return errors.New("the baseline's Deployments did not become available")
 }
 
 func available(ds []appsv1.Deployment) int {
@@ -276,15 +303,11 @@ http_access deny all
 // hash from its input and does not hash per object.
 const baselineHtpasswd = "egressproxy:$2y$10$5a1Cwq0YQJkcCvE2y0xO8uC2g9cyd0pJ2r2t1oQpX2fQ4XzN3N7cS\n"
 
-func createKubeObjects(ctx context.Context, cs kubernetes.Interface, name string) error {
+// kubeObjects are the four objects of baseline proxy name in ns, built once
+// and then created or applied.
+func kubeObjects(ns, name string) []client.Object {
 	labels := map[string]string{"app.kubernetes.io/name": "egressproxy", "app.kubernetes.io/instance": name}
-	meta := metav1.ObjectMeta{Name: name, Namespace: baselineNamespace, Labels: labels}
-	if _, err := cs.CoreV1().ConfigMaps(baselineNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"squid.conf": baselineSquidConf}}, metav1.CreateOptions{}); err != nil {
-		return errors.Wrap(err, "cannot create a ConfigMap")
-	}
-	if _, err := cs.CoreV1().Secrets(baselineNamespace).Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"htpasswd": []byte(baselineHtpasswd)}}, metav1.CreateOptions{}); err != nil {
-		return errors.Wrap(err, "cannot create a Secret")
-	}
+	meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	d := &appsv1.Deployment{
 		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
@@ -310,15 +333,48 @@ func createKubeObjects(ctx context.Context, cs kubernetes.Interface, name string
 			},
 		},
 	}
-	if _, err := cs.AppsV1().Deployments(baselineNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return errors.Wrap(err, "cannot create a Deployment")
-	}
 	svc := &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
 		Selector: labels,
-		Ports:    []corev1.ServicePort{{Name: "proxy", Port: 3128}},
+		// targetPort is what the apiserver defaults it to; explicit, or the
+		// apply configuration would hold its zero value.
+		Ports: []corev1.ServicePort{{Name: "proxy", Port: 3128, TargetPort: intstr.FromInt32(3128)}},
 	}}
-	_, err := cs.CoreV1().Services(baselineNamespace).Create(ctx, svc, metav1.CreateOptions{})
-	return errors.Wrap(err, "cannot create a Service")
+	return []client.Object{
+		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"squid.conf": baselineSquidConf}},
+		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"htpasswd": []byte(baselineHtpasswd)}},
+		d,
+		svc,
+	}
+}
+
+// createKubeObjects POSTs objs, in order, with the typed client.
+func createKubeObjects(ctx context.Context, cs kubernetes.Interface, objs []client.Object) error {
+	for _, o := range objs {
+		if err := createKubeObject(ctx, cs, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createKubeObject(ctx context.Context, cs kubernetes.Interface, o client.Object) error {
+	var err error
+	ns, opts := o.GetNamespace(), metav1.CreateOptions{}
+	switch o := o.(type) {
+	case *corev1.ConfigMap:
+		_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, o, opts)
+		return errors.Wrap(err, "cannot create a ConfigMap")
+	case *corev1.Secret:
+		_, err = cs.CoreV1().Secrets(ns).Create(ctx, o, opts)
+		return errors.Wrap(err, "cannot create a Secret")
+	case *appsv1.Deployment:
+		_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, opts)
+		return errors.Wrap(err, "cannot create a Deployment")
+	case *corev1.Service:
+		_, err = cs.CoreV1().Services(ns).Create(ctx, o, opts)
+		return errors.Wrap(err, "cannot create a Service")
+	}
+	return errors.New(errUnknownKind)
 }
 
 // faults: the target apiserver down for -fault-for (connections refused and

@@ -13,7 +13,9 @@ SPDX-License-Identifier: Apache-2.0
 // converging and over one poll interval of steady state. In the same run a
 // baseline program creates the same backend objects with the raw client
 // (client-go, the compute client, go-libvirt) and is timed to the same
-// condition, so each figure comes with ours/baseline.
+// condition, so each figure comes with ours/baseline. kubernetes adds a
+// server-side apply baseline (the same objects applied, then applied again
+// unchanged, as a poll) and the kube-apiserver's CPU in each phase.
 //
 //	go run ./hack/bench -n 200 -backends kubernetes,gcp,kvm
 //

@@ -87,16 +87,76 @@ func cpuSeconds(pid int) float64 {
 	if err != nil {
 		return 0
 	}
-	// The command name is in parentheses and may hold spaces: fields after
-	// the last ')' start with state (field 3); utime and stime are 14, 15.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
+	_, f, ok := parseStat(string(b))
+	if !ok || len(f) < 13 {
 		return 0
 	}
+	// utime and stime are fields 14 and 15 of the file.
 	u, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (u + st) / clockTicks
+}
+
+// parseStat splits the text of /proc/<pid>/stat into the command name and
+// the fields after it: state is f[0], the parent's pid f[1], utime f[11],
+// stime f[12]. The name is in parentheses and may hold spaces and ')',
+// hence the last ')'.
+func parseStat(s string) (comm string, f []string, ok bool) {
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return "", nil, false
+	}
+	return s[i+1 : j], strings.Fields(s[j+1:]), true
+}
+
+// childPID is the pid of this process's child whose command name is comm,
+// or 0. envtest starts kube-apiserver and etcd as the bench's children.
+func childPID(comm string) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if c, f, ok := parseStat(string(b)); ok && c == comm && len(f) > 1 && f[1] == self {
+			return pid
+		}
+	}
+	return 0
+}
+
+// cpuMark is a reading of one process's CPU time.
+type cpuMark struct {
+	pid  int
+	secs float64
+}
+
+// markAPIServer reads the CPU time of the kube-apiserver the bench started.
+// It is the apiserver's whole CPU: kube-controller-manager, kwok and the
+// bench's own polls load it too.
+func markAPIServer() cpuMark {
+	pid := childPID("kube-apiserver")
+	if pid == 0 {
+		return cpuMark{}
+	}
+	return cpuMark{pid: pid, secs: cpuSeconds(pid)}
+}
+
+// since is the CPU time the process spent from m0 to m, or 0 when either
+// reading failed or the process is another one (envtest restarted it).
+func (m cpuMark) since(m0 cpuMark) float64 {
+	if m.pid == 0 || m.pid != m0.pid {
+		return 0
+	}
+	return m.secs - m0.secs
 }
 
 // peakRSS is VmHWM of a process in KiB, or 0 when it cannot be read.

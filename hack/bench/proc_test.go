@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"os/exec"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,5 +69,74 @@ func TestCountsBackend(t *testing.T) {
 	}
 	if got := c.minus(counts{{target: controlPlane, verb: "PUT"}: 1}).total(); got != 5 {
 		t.Errorf("minus: want 5, got %v", got)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	type want struct {
+		comm string
+		f    []string
+		ok   bool
+	}
+	cases := map[string]struct {
+		reason string
+		stat   string
+		want   want
+	}{
+		"APIServer": {
+			reason: "The name is between the parentheses; state, ppid, ... follow.",
+			stat:   "4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 1 0 0 0 310 95 0 0",
+			want:   want{comm: "kube-apiserver", ok: true, f: []string{"S", "4200", "4242", "4200", "0", "-1", "4194560", "1", "0", "0", "0", "310", "95", "0", "0"}},
+		},
+		"SpacesAndParens": {
+			reason: "A name may hold spaces and ')': it ends at the last ')'.",
+			stat:   "7 (a b) c) R 1 7",
+			want:   want{comm: "a b) c", ok: true, f: []string{"R", "1", "7"}},
+		},
+		"Garbage": {
+			reason: "Text without a parenthesised name is no stat line.",
+			stat:   "7 kube-apiserver S 1",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			comm, f, ok := parseStat(tc.stat)
+			if diff := cmp.Diff(tc.want, want{comm: comm, f: f, ok: ok}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nparseStat(%q): -want, +got:\n%s", tc.reason, tc.stat, diff)
+			}
+		})
+	}
+}
+
+func TestChildPID(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if got := childPID("sleep"); got != cmd.Process.Pid {
+		t.Errorf("childPID(\"sleep\"): want the child's pid %d, got %d", cmd.Process.Pid, got)
+	}
+	if got := childPID("no-such-child"); got != 0 {
+		t.Errorf("childPID(\"no-such-child\"): want 0, got %d", got)
+	}
+}
+
+func TestCPUMarkSince(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		m0, m  cpuMark
+		want   float64
+	}{
+		"Same":      {reason: "The same process: the difference.", m0: cpuMark{pid: 9, secs: 1.5}, m: cpuMark{pid: 9, secs: 4}, want: 2.5},
+		"Restarted": {reason: "Another process under the name: no figure.", m0: cpuMark{pid: 9, secs: 1.5}, m: cpuMark{pid: 10, secs: 4}},
+		"Missing":   {reason: "A reading that failed: no figure.", m0: cpuMark{}, m: cpuMark{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.m.since(tc.m0); got != tc.want {
+				t.Errorf("%s\nsince: want %v, got %v", tc.reason, tc.want, got)
+			}
+		})
 	}
 }

@@ -87,22 +87,33 @@ type baselineResult struct {
 	exist, ready     time.Duration
 	cpu              float64
 	requests         counts
+	// cpuExist is the bench process's CPU until every object exists;
+	// apiExist and apiReady are the kube-apiserver's CPU until every object
+	// exists and until ready (kubernetes only).
+	cpuExist           float64
+	apiExist, apiReady float64
+	// ssa is the server-side apply baseline (kubernetes only).
+	ssa *ssaResult
 }
 
 // result is one backend's figures.
 type result struct {
-	backend               string
-	n                     int
-	poll                  time.Duration
-	synced, ready         time.Duration
-	cpuSynced             float64
-	cpuConverge           float64
-	cpuSteady             float64
-	steadyPolls           float64
-	peakRSSKiB            int64
-	converge, steady      counts
-	base                  *baselineResult
-	loadBefore, loadAfter string
+	backend       string
+	n             int
+	poll          time.Duration
+	synced, ready time.Duration
+	cpuSynced     float64
+	cpuConverge   float64
+	cpuSteady     float64
+	// apiSynced, apiConverge and apiSteady are the kube-apiserver's CPU
+	// from the provider's start until all Synced, until all Ready, and over
+	// the steady window.
+	apiSynced, apiConverge, apiSteady float64
+	steadyPolls                       float64
+	peakRSSKiB                        int64
+	converge, steady                  counts
+	base                              *baselineResult
+	loadBefore, loadAfter             string
 	// opsNotRPCs: the provider's backend figure is operations, not requests.
 	opsNotRPCs bool
 	note       string
@@ -150,8 +161,46 @@ func (r *result) print(w io.Writer) {
 		}
 		p("| %s %s | %s | %s | %s |\n", k.target, k.verb, num(r.converge[k]/n), steady, num(b.requests[k]/n))
 	}
+	if b.ssa != nil {
+		r.printSSA(w, b, b.ssa)
+	}
 	for _, f := range r.faults {
 		f.print(w, r.n)
+	}
+}
+
+// printSSA compares the provider (its hand-written compare against the
+// watch cache) with the POST baseline and the server-side apply baseline.
+// The apiserver's CPU is the whole kube-apiserver process's over the phase:
+// kube-controller-manager, kwok and the bench's polls load it too.
+func (r *result) printSSA(w io.Writer, b *baselineResult, s *ssaResult) {
+	n := float64(r.n)
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+	row := func(figure, ours, post, ssa string, o, pb, sb float64) {
+		p("| %s | %s | %s | %s | %s | %s |\n", figure, ours, post, ssa, ratio(o, sb), ratio(sb, pb))
+	}
+	p("\nserver-side apply baseline: %s. apiserver CPU is the whole kube-apiserver's over the phase: kube-controller-manager, kwok and the bench's polls load it too.\n\n", s.what)
+	p("| figure | provider | POST baseline | SSA baseline | ours/SSA | SSA/POST |\n|---|---|---|---|---|---|\n")
+	row("time to all exist (provider: all Synced)", secs(r.synced), secs(b.exist), secs(s.exist), r.synced.Seconds(), b.exist.Seconds(), s.exist.Seconds())
+	row("time to all Ready (baselines: every Deployment available)", secs(r.ready), secs(b.ready), secs(s.ready), r.ready.Seconds(), b.ready.Seconds(), s.ready.Seconds())
+	row("CPU until all exist (provider: all Synced; baselines: bench process)", cpu(r.cpuSynced), cpu(b.cpuExist), cpu(s.cpuExist), r.cpuSynced, b.cpuExist, s.cpuExist)
+	row("CPU until all Ready (baselines: bench process)", cpu(r.cpuConverge), cpu(b.cpu), cpu(s.cpu), r.cpuConverge, b.cpu, s.cpu)
+	row("apiserver CPU until all exist (provider: from its start until all Synced)", cpu(r.apiSynced), cpu(b.apiExist), cpu(s.apiExist), r.apiSynced, b.apiExist, s.apiExist)
+	row("apiserver CPU until all Ready", cpu(r.apiConverge), cpu(b.apiReady), cpu(s.apiReady), r.apiConverge, b.apiReady, s.apiReady)
+	oc, bc, sc := r.converge.backend().total(), b.requests.total(), s.create.total()
+	row("target-cluster requests per MR while converging (SSA: create)", num(oc/n), num(bc/n), num(sc/n), oc, bc, sc)
+	if r.steadyPolls > 0 {
+		st := r.steady.backend().total() / r.steadyPolls
+		row("steady state: target-cluster requests per MR per poll (SSA: the re-apply, unchanged)", num(st/n), "", num(s.reapply.total()/n), st, 0, s.reapply.total())
+		oa := r.apiSteady / r.steadyPolls
+		row("steady state: apiserver CPU per MR per poll (whole apiserver over one poll; SSA: the poll holds the re-apply)", ms(oa/n), "", ms(s.pollAPI/n), oa, 0, s.pollAPI)
+	}
+	row("SSA re-apply pass alone: wall time", "", "", secs(s.reapplyTime), 0, 0, 0)
+	row("SSA re-apply pass alone: apiserver CPU per MR", "", "", ms(s.reapplyAPI/n), 0, 0, 0)
+	p("| SSA re-apply: objects the apiserver wrote (resourceVersion moved) | | | %d of %d | | |\n", s.changed, s.objects)
+	p("\n| requests per MR, by target and verb | SSA create | SSA re-apply |\n|---|---|---|\n")
+	for _, k := range sortedKeys(s.create, s.reapply) {
+		p("| %s %s | %s | %s |\n", k.target, k.verb, num(s.create[k]/n), num(s.reapply[k]/n))
 	}
 }
 
@@ -193,6 +242,14 @@ func mib(kib int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f MiB", float64(kib)/1024)
+}
+
+// ms is seconds s in milliseconds; /proc counts CPU in 10 ms ticks.
+func ms(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f ms", 1000*s)
 }
 
 func num(v float64) string {

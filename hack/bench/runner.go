@@ -110,6 +110,9 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		return nil, errors.Wrap(err, errCreateMRs)
 	}
 
+	// The apiserver's CPU from the provider's start: what the provider's
+	// requests and watches cost it, next to what the baselines' cost.
+	api0 := markAPIServer()
 	p, err := r.startProvider(ctx, e)
 	if err != nil {
 		return nil, err
@@ -118,7 +121,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	logf("%s: provider started (pid %d); waiting for %d Synced and Ready", r.backend, p.pid(), r.o.n)
 	// While converging: the first 30 s, where a cold start spends most.
 	convProfile := r.profile(ctx, p, "converge", 30*time.Second)
-	if err := r.waitConverged(ctx, e, b.gvk(), p, res); err != nil {
+	if err := r.waitConverged(ctx, e, b.gvk(), p, api0, res); err != nil {
 		res.note = err.Error()
 		return res, err
 	}
@@ -127,6 +130,8 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		return res, err
 	}
 	res.converge, res.cpuConverge = conv, cpuSeconds(p.pid())
+	apiConv := markAPIServer()
+	res.apiConverge = apiConv.since(api0)
 	logf("%s: all Ready after %s; steady state for %s", r.backend, res.ready.Round(100*time.Millisecond), r.o.steady)
 	<-convProfile
 	steadyProfile := r.profile(ctx, p, "steady", r.o.steady)
@@ -141,6 +146,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		return res, err
 	}
 	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-res.cpuConverge
+	res.apiSteady = markAPIServer().since(apiConv)
 	res.steadyPolls = r.o.steady.Seconds() / r.o.poll.Seconds()
 	res.peakRSSKiB = peakRSS(p.pid())
 	r.heapProfile(ctx, p)
@@ -274,8 +280,8 @@ func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
 
 // waitConverged polls the managed resources until every one is Synced and
 // Ready, and records when each condition first held for all, counted from
-// the provider's start.
-func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVersionKind, p *process, res *result) error {
+// the provider's start; and the apiserver's CPU from api0 until all Synced.
+func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVersionKind, p *process, api0 cpuMark, res *result) error {
 	deadline := time.Now().Add(r.o.timeout)
 	var synced, ready int
 	for time.Now().Before(deadline) {
@@ -291,6 +297,7 @@ func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVers
 			if res.synced == 0 && synced == r.o.n {
 				res.synced = now
 				res.cpuSynced = cpuSeconds(p.pid())
+				res.apiSynced = markAPIServer().since(api0)
 			}
 			if synced == r.o.n && ready == r.o.n {
 				res.ready = now
