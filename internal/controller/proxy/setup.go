@@ -153,8 +153,14 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		watched = w.Changes().Watched
 	}
 	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
-	// quietManager: a poll that changes nothing writes nothing.
-	r := managed.NewReconciler(quietManager{Manager: mgr, written: newWrittenStatus()}, resource.ManagedKind(gvk), opts...)
+	// quietManager: a poll that changes nothing writes nothing;
+	// createResult: no create-succeeded write.
+	pending := newPendingCreates()
+	opts = append(opts, managed.WithCriticalAnnotationUpdater(createResult{
+		CriticalAnnotationUpdater: managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient()),
+		pending:                   pending,
+	}))
+	r := managed.NewReconciler(quietManager{Manager: mgr, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).

@@ -35,15 +35,27 @@ import (
 type quietManager struct {
 	ctrl.Manager
 	written *writtenStatus
+	pending *pendingCreates
 }
 
 func (m quietManager) GetClient() client.Client {
-	return quietClient{Client: m.Manager.GetClient(), written: m.written}
+	return quietClient{Client: m.Manager.GetClient(), written: m.written, pending: m.pending}
 }
 
 type quietClient struct {
 	client.Client
 	written *writtenStatus
+	// pending records the create-pending writes for createResult.
+	pending *pendingCreates
+}
+
+// Update updates obj, and remembers a create-pending write.
+func (c quietClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	err := c.Client.Update(ctx, obj, opts...)
+	if err == nil && c.pending != nil {
+		c.pending.wrote(obj)
+	}
+	return err
 }
 
 // Create creates obj, except a connection Secret with no data. The managed

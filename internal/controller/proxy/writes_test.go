@@ -161,12 +161,12 @@ func TestWritesPerNewProxy(t *testing.T) {
 		t.Logf("%-40s %.2f per proxy", k, float64(got[k])/n)
 	}
 	// Per new proxy: the create-pending annotation with the finalizer and
-	// the external name, then create-succeeded (was: also one each for the
-	// external name and the finalizer); the generated credentials and the
-	// connection Secret, created once with its details (was: created empty,
-	// then patched); no Normal event.
+	// the external name (was: also one each for the external name and the
+	// finalizer, and one for create-succeeded); the generated credentials
+	// and the connection Secret, created once with its details (was:
+	// created empty, then patched); no Normal event.
 	want := map[string]int{
-		"PUT kubernetesproxies":     2 * n,
+		"PUT kubernetesproxies":     n,
 		"POST secrets":              2 * n,
 		"PATCH secrets":             0,
 		"PUT secrets":               0,
