@@ -215,9 +215,9 @@ func (r *backendRun) changesAllowlist(ctx SpecContext) {
 			g.Expect(str(r.last.mr, "status", "atProvider", "configChecksum")).NotTo(Or(BeEmpty(), Equal(before)), "the backend runs the new configuration")
 			g.Expect(cond(r.last.mr, "Ready")).To(HavePrefix("True"))
 			// readyTimeout: a backend that replaces its instance on a change
-			// (gcp) waits out crossplane-runtime's 30 s creation grace
-			// period and its backoff before it creates the new one; kvm
-			// boots a new guest.
+			// (gcp) deletes it and creates the new one once Observe finds
+			// it gone, after the reconciler's backoff; kvm boots a new
+			// guest.
 		}).WithTimeout(r.bc.timeout()).WithPolling(poll).Should(Succeed())
 	})
 }
