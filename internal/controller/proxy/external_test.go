@@ -142,6 +142,9 @@ func TestExternalObserve(t *testing.T) {
 		o.State, o.Ready = s, false
 		return o
 	}
+	// comingUp is a new instance still coming up, nothing wrong.
+	comingUp := running
+	comingUp.Ready, comingUp.Creating, comingUp.Message, comingUp.State = false, true, "0 of 1 replicas available", commonv1alpha1.StatePending
 	withCreds := managed.ConnectionDetails{
 		ConnectionEndpoint: []byte(extEndpoint),
 		ConnectionPort:     []byte("3128"),
@@ -248,12 +251,8 @@ func TestExternalObserve(t *testing.T) {
 		"StillCreating": {
 			reason: "A new instance still coming up keeps the status Create wrote (Creating, no observation): no status write until it is Ready.",
 			fields: fields{
-				kube: &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
-					o := running
-					o.Ready, o.Creating, o.Message, o.State = false, true, "0 of 1 replicas available", commonv1alpha1.StatePending
-					return o
-				}())},
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, comingUp)},
 			},
 			mg: extMR(func(mg *v1alpha1.KubernetesProxy) { mg.SetConditions(xpv2.Creating()) }),
 			want: want{
@@ -265,12 +264,8 @@ func TestExternalObserve(t *testing.T) {
 		"CreatingAfterReady": {
 			reason: "An instance that was Ready says what is wrong, even if the backend thinks it new.",
 			fields: fields{
-				kube: &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, func() backend.Observation[kobs] {
-					o := running
-					o.Ready, o.Creating, o.Message, o.State = false, true, "0 of 1 replicas available", commonv1alpha1.StatePending
-					return o
-				}())},
+				kube:    &test.MockClient{MockGet: givenSecret(alice)},
+				backend: backend.Fns[kparams, kobs]{ObserveFn: observed(alice, comingUp)},
 			},
 			mg: extMR(func(mg *v1alpha1.KubernetesProxy) { mg.SetConditions(xpv2.Available()) }),
 			want: want{
