@@ -284,3 +284,22 @@ func TestConcurrentObservesShareLists(t *testing.T) {
 		t.Errorf("calls of %d concurrent Observes: -want +got:\n%s", n, diff)
 	}
 }
+
+// TestCreateCalls counts what Create of a new proxy sends: each part is
+// read once before its insert (a crashed Create finishes its work), and
+// the read that checks a done insert (a stale request ID replays an old
+// operation) is the read of the new part: no second GET of the address
+// and the firewall rule (issue 13: ~5 GETs of each per new proxy).
+func TestCreateCalls(t *testing.T) {
+	e := newEnv(t)
+	e.fake.ResetCalls()
+	if err := e.b.Create(ctx(t), proxyN(0)); err != nil {
+		t.Fatal(err)
+	}
+	got := e.fake.CallCounts()
+	for _, c := range []string{gcefake.CallAddressesGet, gcefake.CallFirewallsGet} {
+		if got[c] > 2 {
+			t.Errorf("%s: %d calls for one new proxy, want at most 2 (one before the insert, one to check it)\nall calls: %v", c, got[c], got)
+		}
+	}
+}

@@ -105,20 +105,26 @@ func (b *Backend) reserveAddress(ctx context.Context, s spec, d Desired) (string
 			Project: b.project, Region: s.region, AddressResource: buildAddress(s, d.Ownership), RequestId: proto.String(rid),
 		})
 	}
+	// read is the address as insert's check of a done operation read it:
+	// reserved already, it needs no second GET.
+	var read *computepb.Address
 	exists := func(ctx context.Context) (bool, error) {
 		a, err := b.getAddress(ctx, s.region, s.addressName)
+		read = a
 		return a != nil, err
 	}
 	err := b.insert(ctx, what, fn, exists, b.project, s.region, s.addressName, "addresses.insert", epoch(b.now(), b.retry))
 	if isAlreadyExists(err) {
-		err = nil // a concurrent reconcile won; its labels are checked below
+		err, read = nil, nil // a concurrent reconcile won; its labels are checked below
 	}
 	if err != nil {
 		return "", errors.Wrapf(classifyMutation(err), errFmtInsert, what)
 	}
-	a, err := b.waitReserved(ctx, s)
-	if err != nil || a == nil {
-		return "", err
+	a := read
+	if a == nil || a.GetStatus() == addressReserving {
+		if a, err = b.waitReserved(ctx, s); err != nil || a == nil {
+			return "", err
+		}
 	}
 	if !ownedBy(a.GetLabels(), d.Ownership) {
 		return "", backend.Permanent(errors.Errorf(errFmtNotOurs, what))
@@ -220,13 +226,20 @@ func (b *Backend) insertFirewall(ctx context.Context, s spec, want *computepb.Fi
 	fn := func(ctx context.Context, rid string) (*compute.Operation, error) {
 		return b.svc.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{Project: b.project, FirewallResource: want, RequestId: proto.String(rid)})
 	}
+	// read is the rule as insert's check of a done operation read it: no
+	// second GET for it.
+	var read *computepb.Firewall
 	exists := func(ctx context.Context) (bool, error) {
 		fw, err := b.getFirewall(ctx, s.name)
+		read = fw
 		return fw != nil, err
 	}
 	err := b.insert(ctx, what, fn, exists, b.project, s.name, "firewalls.insert", epoch(b.now(), b.retry))
 	if err != nil && !isAlreadyExists(err) {
 		return nil, errors.Wrapf(classifyMutation(err), errFmtInsert, what)
+	}
+	if err == nil && read != nil {
+		return read, nil
 	}
 	return b.getFirewall(ctx, s.name)
 }
