@@ -123,7 +123,7 @@ func (c *partsCache) fresh(s spec, ls ...*listing) bool {
 func (c *partsCache) get(ctx context.Context, k listKey, now time.Time, fetch func(context.Context) (map[string]proto.Message, error)) (*listing, error) {
 	c.mu.Lock()
 	l := c.lists[k]
-	if l == nil || (l.finished() && (l.err != nil || now.Sub(l.at) >= c.ttl || now.Before(l.at))) {
+	if l == nil || (l.finished() && (now.Sub(l.at) >= c.ttlOf(l) || now.Before(l.at))) {
 		c.gen++
 		l = &listing{gen: c.gen, at: now, done: make(chan struct{})}
 		c.lists[k] = l
@@ -141,6 +141,21 @@ func (c *partsCache) get(ctx context.Context, k listKey, now time.Time, fetch fu
 	case <-ctx.Done():
 		return nil, backend.Transient(ctx.Err())
 	}
+}
+
+// failedListTTL is how long a failed list answers the Observes that need
+// it. Under a 429/503 storm every proxy's Observe asked for the list again
+// (about one call per proxy per minute under the reconciler's backoff);
+// now each list is asked for once per failedListTTL, and the end of a fault
+// is seen at most that much later.
+const failedListTTL = 5 * time.Second
+
+// ttlOf is how long l answers: c.ttl, or failedListTTL if it failed.
+func (c *partsCache) ttlOf(l *listing) time.Duration {
+	if l.err != nil {
+		return min(failedListTTL, c.ttl)
+	}
+	return c.ttl
 }
 
 func (l *listing) finished() bool {

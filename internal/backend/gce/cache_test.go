@@ -303,3 +303,40 @@ func TestCreateCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedListShared shows a failed list answering every Observe that
+// needs it for failedListTTL: under a storm the proxies do not each ask
+// for it again. (A 403 here: the compute client retries a 503 itself, which
+// would blur the count; the sharing is the same for any error.)
+func TestFailedListShared(t *testing.T) {
+	const n = 3
+	e := newEnv(t)
+	ds := make([]Desired, n)
+	for i := range ds {
+		ds[i] = proxyN(i)
+		e.converge(t, ds[i], 6)
+	}
+	e.clock.advance(DefaultListTTL)
+	e.fake.InjectError(gcefake.ErrorFault{Match: gcefake.Match{Call: gcefake.CallInstancesList}, Code: 403, Reason: "forbidden"})
+	observeAll := func() int {
+		e.fake.ResetCalls()
+		for _, d := range ds {
+			if _, err := e.b.Observe(ctx(t), d); err == nil {
+				t.Fatalf("Observe %s: no error while instances.list fails", d.Name)
+			}
+		}
+		return e.fake.CallCounts()[gcefake.CallInstancesList]
+	}
+	if got := observeAll(); got != 1 {
+		t.Errorf("%d Observes while the list fails: %d list calls, want 1", n, got)
+	}
+	e.clock.advance(failedListTTL)
+	if got := observeAll(); got != 1 {
+		t.Errorf("%d Observes %s later: %d list calls, want 1 (the failure is asked again)", n, failedListTTL, got)
+	}
+	e.fake.ClearFaults()
+	e.clock.advance(failedListTTL)
+	if got := e.poll(t, ds)[gcefake.CallInstancesList]; got != 1 {
+		t.Errorf("after the fault: %d list calls, want 1", got)
+	}
+}
