@@ -401,16 +401,16 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 		}
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(o any, _ bool) {
+		AddFunc: func(o any, initial bool) {
 			if m := object(o); m != nil {
-				// Not reported: an owned object appears because this
-				// backend created it, and the reconciler requeues after
-				// every Create by itself; at 1000 new proxies the four
-				// creations each were 4000 reconciles that found nothing
-				// new. What happens to it next (its status, a deletion)
-				// is reported. The initial list is what the first poll
-				// reads anyway.
 				w.seen(kind, m, false)
+				// Reported: a part Update made again (one a crash or a
+				// user deleted) must be observed, and the reconciler does
+				// not requeue after an Update by itself. The initial list
+				// is what the first poll reads anyway.
+				if !initial {
+					report(m)
+				}
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {

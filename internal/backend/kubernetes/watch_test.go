@@ -64,9 +64,9 @@ func TestWatchCachePending(t *testing.T) {
 			want:    want{Pending: false, Reported: 1},
 		},
 		"Created": {
-			reason: "The creation of an owned object is this backend's own Create, which the reconciler follows up by itself: not reported, but it ends the pending write.",
+			reason: "The creation of an owned object is reported (a part Update made again must be observed: the reconciler does not requeue after Update), and it ends the pending write.",
 			event:  func(h toolscache.ResourceEventHandler) { h.OnAdd(cm("2"), false) },
-			want:   want{Pending: false, Reported: 0},
+			want:   want{Pending: false, Reported: 1},
 		},
 		"InitialList": {
 			reason: "The initial list is not a change.",
