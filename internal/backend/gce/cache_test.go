@@ -48,6 +48,17 @@ func (e *env) poll(t *testing.T, ds []Desired) map[string]int {
 	return e.fake.CallCounts()
 }
 
+// convergeN makes n proxies and converges each.
+func (e *env) convergeN(t *testing.T, n int) []Desired {
+	t.Helper()
+	ds := make([]Desired, n)
+	for i := range ds {
+		ds[i] = proxyN(i)
+		e.converge(t, ds[i], 6)
+	}
+	return ds
+}
+
 func TestObserveCalls(t *testing.T) {
 	const n = 3
 	cases := map[string]struct {
@@ -108,11 +119,7 @@ func TestObserveCalls(t *testing.T) {
 				t.Cleanup(func() { _ = b.Close() })
 				e.b = b
 			}
-			ds := make([]Desired, n)
-			for i := range ds {
-				ds[i] = proxyN(i)
-				e.converge(t, ds[i], 6)
-			}
+			ds := e.convergeN(t, n)
 			if tc.before != nil {
 				tc.before(t, e, ds)
 			}
@@ -257,11 +264,7 @@ func TestSlim(t *testing.T) {
 func TestConcurrentObservesShareLists(t *testing.T) {
 	const n = 4
 	e := newEnv(t)
-	ds := make([]Desired, n)
-	for i := range ds {
-		ds[i] = proxyN(i)
-		e.converge(t, ds[i], 6)
-	}
+	ds := e.convergeN(t, n)
 	e.clock.advance(DefaultListTTL)
 	e.guestReports(t, GuestServing, "")
 	e.fake.ResetCalls()
@@ -311,11 +314,7 @@ func TestCreateCalls(t *testing.T) {
 func TestFailedListShared(t *testing.T) {
 	const n = 3
 	e := newEnv(t)
-	ds := make([]Desired, n)
-	for i := range ds {
-		ds[i] = proxyN(i)
-		e.converge(t, ds[i], 6)
-	}
+	ds := e.convergeN(t, n)
 	e.clock.advance(DefaultListTTL)
 	e.fake.InjectError(gcefake.ErrorFault{Match: gcefake.Match{Call: gcefake.CallInstancesList}, Code: 403, Reason: "forbidden"})
 	observeAll := func() int {
