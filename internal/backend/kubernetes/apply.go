@@ -51,18 +51,24 @@ type part[T client.Object] struct {
 // Create creates every object of the instance, adopting those that exist
 // and carry d's ownership labels. It does not wait for the pods.
 func (b *Backend) Create(ctx context.Context, d backend.Desired[Params]) error {
-	return b.apply(ctx, d)
+	w := b.kube
+	if r, ok := w.(recording); ok {
+		r.create = true
+		w = r
+	}
+	return b.apply(ctx, w, d)
 }
 
 // Update makes every object match d: it re-creates missing objects, resets
 // the fields the backend owns, and adds or removes the PodDisruptionBudget.
 func (b *Backend) Update(ctx context.Context, d backend.Desired[Params]) error {
-	return b.apply(ctx, d)
+	return b.apply(ctx, b.kube, d)
 }
 
-// apply creates or corrects every object of d, the Deployment after the
-// ConfigMap and Secret it mounts, so new pods never wait for a volume.
-func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
+// apply creates or corrects every object of d through w, the Deployment
+// after the ConfigMap and Secret it mounts, so new pods never wait for a
+// volume.
+func (b *Backend) apply(ctx context.Context, w kube, d backend.Desired[Params]) error {
 	if d.Params.Namespace == "" {
 		return backend.Permanent(errors.New(errNoNamespace))
 	}
@@ -84,10 +90,10 @@ func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
 		cached = b.watch
 	}
 	steps := []func() error{
-		func() error { return ensure(ctx, b.kube, cached, own, configMapPart(o.configMap)) },
-		func() error { return ensure(ctx, b.kube, cached, own, secretPart(b.verifier, o.secret, user, pw)) },
-		func() error { return ensure(ctx, b.kube, cached, own, deploymentPart(o.deployment)) },
-		func() error { return ensure(ctx, b.kube, cached, own, servicePart(o.service)) },
+		func() error { return ensure(ctx, w, cached, own, configMapPart(o.configMap)) },
+		func() error { return ensure(ctx, w, cached, own, secretPart(b.verifier, o.secret, user, pw)) },
+		func() error { return ensure(ctx, w, cached, own, deploymentPart(o.deployment)) },
+		func() error { return ensure(ctx, w, cached, own, servicePart(o.service)) },
 		func() error {
 			if o.pdb == nil {
 				if cached != nil && kerrors.IsNotFound(cached.Get(ctx, client.ObjectKey{Namespace: d.Params.Namespace, Name: d.Name}, &policyv1.PodDisruptionBudget{})) {
@@ -97,7 +103,7 @@ func (b *Backend) apply(ctx context.Context, d backend.Desired[Params]) error {
 				}
 				return b.deleteOwned(ctx, &policyv1.PodDisruptionBudget{}, own, pdbCall(d.Params.Namespace, d.Name))
 			}
-			return ensure(ctx, b.kube, cached, own, pdbPart(o.pdb))
+			return ensure(ctx, w, cached, own, pdbPart(o.pdb))
 		},
 	}
 	for _, step := range steps {

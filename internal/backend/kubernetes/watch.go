@@ -66,7 +66,10 @@ type watchCache struct {
 	informers map[reflect.Type]cache.Informer
 	broken    map[string]bool
 	pending   map[objectKey]pendingWrite
-	notify    func(backend.Ownership)
+	// creates are the objects Create is creating: their creation is not
+	// reported, since the reconciler observes again after a Create.
+	creates map[objectKey]time.Time
+	notify  func(backend.Ownership)
 	// live tells whether the cache can be vouched for (see liveness).
 	live *liveness
 }
@@ -110,6 +113,7 @@ func newWatchCache(cfg *rest.Config, s *runtime.Scheme, direct kube) *watchCache
 		informers: map[reflect.Type]cache.Informer{},
 		broken:    map[string]bool{},
 		pending:   map[objectKey]pendingWrite{},
+		creates:   map[objectKey]time.Time{},
 	}
 	probe, err := readyz(cfg)
 	if err != nil {
@@ -329,6 +333,47 @@ func (w *watchCache) wrote(obj client.Object, deleted bool) {
 	}
 }
 
+// creating records that Create is about to create obj; created forgets it
+// when the create failed. Recorded before the request, since the watch may
+// deliver the object before the request's response.
+func (w *watchCache) creating(obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for k, at := range w.creates {
+		// An object whose event never came (a relist delivered it as
+		// part of the initial list) must not silence a later creation.
+		if now.Sub(at) > pendingTTL {
+			delete(w.creates, k)
+		}
+	}
+	w.creates[keyOf(obj)] = now
+}
+
+func (w *watchCache) created(obj client.Object, err error) {
+	if err == nil {
+		return
+	}
+	w.mu.Lock()
+	delete(w.creates, keyOf(obj))
+	w.mu.Unlock()
+}
+
+// byCreate tells whether Create created the object of an add event, and
+// forgets it.
+func (w *watchCache) byCreate(kind reflect.Type, obj metaObject) bool {
+	k := objectKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.creates[k]
+	delete(w.creates, k)
+	return ok && time.Since(at) <= pendingTTL
+}
+
+func keyOf(obj client.Object) objectKey {
+	return objectKey{kind: reflect.TypeOf(obj), namespace: obj.GetNamespace(), name: obj.GetName()}
+}
+
 // seen clears the pending write the watch delivered with obj.
 func (w *watchCache) seen(kind reflect.Type, obj metaObject, deleted bool) {
 	k := objectKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
@@ -406,9 +451,11 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 				w.seen(kind, m, false)
 				// Reported: a part Update made again (one a crash or a
 				// user deleted) must be observed, and the reconciler does
-				// not requeue after an Update by itself. The initial list
-				// is what the first poll reads anyway.
-				if !initial {
+				// not requeue after an Update by itself. It does after a
+				// Create: the four creations of a new proxy would be four
+				// more reconciles. The initial list is what the first poll
+				// reads anyway.
+				if !initial && !w.byCreate(kind, m) {
 					report(m)
 				}
 			}
@@ -439,10 +486,18 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 type recording struct {
 	kube
 	w *watchCache
+	// create: the writes are the backend's Create's (see byCreate).
+	create bool
 }
 
 func (r recording) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if r.create {
+		r.w.creating(obj)
+	}
 	err := r.kube.Create(ctx, obj, opts...)
+	if r.create {
+		r.w.created(obj, err)
+	}
 	if err == nil {
 		r.w.wrote(obj, false)
 	}

@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package kubernetes
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -209,6 +211,84 @@ func TestIndexed(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\nindexed(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestCreationsReported shows which creations the watch reports: not those
+// of Create, after which the reconciler observes again by itself, but those
+// of Update, after which it does not, whether the watch delivers the object
+// before or after the create's response.
+func TestCreationsReported(t *testing.T) {
+	d := desired()
+	cases := map[string]struct {
+		reason string
+		update bool
+		late   bool
+	}{
+		"Create": {
+			reason: "The objects Create makes are not reported.",
+		},
+		"CreateDeliveredLate": {
+			reason: "The objects Create makes are not reported, also when the watch delivers them after the response.",
+			late:   true,
+		},
+		"Update": {
+			reason: "The objects Update makes again are reported, one report each.",
+			update: true,
+		},
+		"UpdateDeliveredLate": {
+			reason: "The objects Update makes again are reported when the watch delivers them after the response.",
+			update: true,
+			late:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var w *watchCache
+			var late []client.Object
+			creates := 0
+			deliver := func(o client.Object) {
+				w.handler(reflect.TypeOf(o), true).OnAdd(o, false)
+			}
+			c := failing(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+				if err := c.Create(ctx, o, opts...); err != nil {
+					return err
+				}
+				creates++
+				if tc.late {
+					late = append(late, o.DeepCopyObject().(client.Object)) //nolint:forcetypeassert // A copy of a client.Object.
+					return nil
+				}
+				deliver(o)
+				return nil
+			}})
+			w = newWatchCache(&rest.Config{}, nil, c)
+			w.started, w.cache = true, &informertest.FakeInformers{}
+			reported := 0
+			w.setNotify(func(o backend.Ownership) {
+				if o == d.Ownership {
+					reported++
+				}
+			})
+			b := New(c)
+			b.watch, b.kube = w, recording{kube: c, w: w}
+			run, want := b.Create, 0
+			if tc.update {
+				run = b.Update
+			}
+			if err := run(t.Context(), d); err != nil {
+				t.Fatal(err)
+			}
+			if tc.update {
+				want = creates
+			}
+			for _, o := range late {
+				deliver(o)
+			}
+			if creates == 0 || reported != want {
+				t.Errorf("%s\n%d objects created, reported %d times, want %d", tc.reason, creates, reported, want)
 			}
 		})
 	}
