@@ -68,6 +68,8 @@ type Backend struct {
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
 	verifier *squid.Verifier
+	// sums spares Observe rendering the squid configuration.
+	sums squid.Sums
 	// cache holds the lists Observe reads the parts of proxies from; nil
 	// reads every part with its own GET.
 	cache   *partsCache

@@ -19,7 +19,6 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 const (
@@ -64,7 +63,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		if err != nil {
 			return Observation{}, err
 		}
-		sum, err := desiredChecksum(d)
+		sum, err := b.desiredChecksum(d)
 		if err != nil {
 			return Observation{}, err
 		}
@@ -160,18 +159,19 @@ func (b *Backend) observe(s spec, d Desired, p parts) (Observation, error) {
 	return o, nil
 }
 
-// desiredChecksum is the checksum of the squid configuration d asks for.
-func desiredChecksum(d Desired) (string, error) {
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+// desiredChecksum is the checksum of the squid configuration d asks for,
+// rendered only when its parameters are new (squid.Sums).
+func (b *Backend) desiredChecksum(d Desired) (string, error) {
+	sum, err := b.sums.Sum(backend.SquidConfig(d.Proxy))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}
-	return squid.Checksum(conf), nil
+	return sum, nil
 }
 
 // proxyDiff lists every way the parts differ from d.
 func (b *Backend) proxyDiff(s spec, d Desired, p parts) ([]string, error) {
-	sum, err := desiredChecksum(d)
+	sum, err := b.desiredChecksum(d)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func (b *Backend) apply(ctx context.Context, w kube, d backend.Desired[Params]) 
 		cached = b.watch
 	}
 	steps := []func() error{
-		func() error { return ensure(ctx, w, cached, own, configMapPart(o.configMap)) },
+		func() error { return ensure(ctx, w, cached, own, configMapPart(o.configMap, o.checksum)) },
 		func() error { return ensure(ctx, w, cached, own, secretPart(b.verifier, o.secret, user, pw)) },
 		func() error { return ensure(ctx, w, cached, own, deploymentPart(o.deployment)) },
 		func() error { return ensure(ctx, w, cached, own, servicePart(o.service)) },
@@ -199,11 +199,11 @@ func mergeLabels(want, got client.Object) {
 	got.SetLabels(l)
 }
 
-func configMapPart(want *corev1.ConfigMap) part[*corev1.ConfigMap] {
+func configMapPart(want *corev1.ConfigMap, sum string) part[*corev1.ConfigMap] {
 	return part[*corev1.ConfigMap]{
 		kind: kindConfigMap, resource: resConfigMaps, want: want,
 		empty: func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
-		diff:  diffConfigMap,
+		diff:  func(want, got *corev1.ConfigMap) []string { return diffConfigMap(want, got, sum) },
 		merge: func(want, got *corev1.ConfigMap) {
 			mergeLabels(want, got)
 			got.Data = want.Data

@@ -115,28 +115,43 @@ func instanceOf(d backend.Desired[Params]) instance {
 	return instance{name: d.Name, namespace: d.Params.Namespace, ownership: d.Ownership, port: port, params: d.Params}
 }
 
-// renderConfig returns the squid configuration of d as the container runs
-// it: logs to the container's streams, htpasswd at the mounted path.
-func renderConfig(d backend.Desired[Params]) ([]byte, error) {
+// squidConfig is the squid configuration of d as the container runs it:
+// logs to the container's streams, htpasswd at the mounted path.
+func squidConfig(d backend.Desired[Params]) squid.Config {
 	c := backend.SquidConfig(d.Proxy)
 	c.AccessLog = accessLog
 	c.CacheLog = cacheLog
 	c.PIDFile = pidFile
 	c.CoredumpDir = spoolDir
 	c.HtpasswdPath = htpasswdDir + "/" + keyHtpasswd
-	conf, err := squid.Render(c)
-	return conf, backend.Permanent(errors.Wrap(err, errRender))
+	return c
 }
 
 // build returns the desired objects of d. htpasswd is the file to store: the
 // existing one when it still matches the password, so its salt is kept.
 func build(d backend.Desired[Params], htpasswd []byte) (objects, error) {
-	conf, err := renderConfig(d)
+	conf, err := squid.Render(squidConfig(d))
 	if err != nil {
-		return objects{}, err
+		return objects{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
+	return assemble(d, conf, htpasswd, squid.Checksum(conf)), nil
+}
+
+// buildToCompare returns the desired objects of d to compare the live ones
+// with: the configuration is not rendered when sums knows its checksum, and
+// the ConfigMap holds no data (diffConfigMap compares by checksum).
+func buildToCompare(sums *squid.Sums, d backend.Desired[Params]) (objects, error) {
+	sum, err := sums.Sum(squidConfig(d))
+	if err != nil {
+		return objects{}, backend.Permanent(errors.Wrap(err, errRender))
+	}
+	return assemble(d, nil, nil, sum), nil
+}
+
+// assemble returns the objects of d with the squid configuration conf,
+// whose checksum is sum; a nil conf leaves the ConfigMap's data out.
+func assemble(d backend.Desired[Params], conf, htpasswd []byte, sum string) objects {
 	in := instanceOf(d)
-	sum := squid.Checksum(conf)
 	o := objects{
 		configMap:  buildConfigMap(in, conf),
 		secret:     buildSecret(in, htpasswd),
@@ -147,7 +162,7 @@ func build(d backend.Desired[Params], htpasswd []byte) (objects, error) {
 	if replicas(d.Params) > 1 {
 		o.pdb = buildPDB(in)
 	}
-	return o, nil
+	return o
 }
 
 func replicas(p Params) int32 { return ptr.Deref(p.Replicas, DefaultReplicas) }
@@ -178,7 +193,11 @@ func (in instance) meta() metav1.ObjectMeta {
 }
 
 func buildConfigMap(in instance, conf []byte) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: in.meta(), Data: map[string]string{keySquidConf: string(conf)}}
+	cm := &corev1.ConfigMap{ObjectMeta: in.meta()}
+	if conf != nil {
+		cm.Data = map[string]string{keySquidConf: string(conf)}
+	}
+	return cm
 }
 
 func buildSecret(in instance, htpasswd []byte) *corev1.Secret {

@@ -84,7 +84,7 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if !ok || !backend.OwnedBy(backend.KubernetesLabelKeys, dep.GetLabels(), d.Ownership) {
 		return b.observeHalfMade(ns, d, l)
 	}
-	want, err := build(d, nil)
+	want, err := buildToCompare(&b.sums, d)
 	if err != nil {
 		return o, err
 	}
@@ -260,7 +260,7 @@ func compare(v *squid.Verifier, want objects, l live, d backend.Desired[Params])
 	case l.configMap == nil:
 		out.add(errFmtMissing, kindConfigMap)
 	case owned(l.configMap, kindConfigMap):
-		out = append(out, diffConfigMap(want.configMap, l.configMap)...)
+		out = append(out, diffConfigMap(want.configMap, l.configMap, want.checksum)...)
 	}
 	switch {
 	case l.secret == nil:

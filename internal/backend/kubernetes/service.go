@@ -59,6 +59,8 @@ type Backend struct {
 	// password is still noticed at once. One per backend: its memory goes
 	// with the provider config it serves.
 	verifier *squid.Verifier
+	// sums spares Observe rendering the squid configuration.
+	sums squid.Sums
 	// reads serves the reads of Observe: kube, or a watch cache.
 	reads reader
 	// watch is the watch cache of NewForConfig; nil without one.
