@@ -23,7 +23,7 @@ const kindPod, kindNode = "Pod", "Node"
 // podProblem of the instance's pods, from the same list.
 func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, string, error) {
 	pods := &corev1.PodList{}
-	if err := b.reads.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector(name))); err != nil {
+	if err := b.reads.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector(name)), readOnly); err != nil {
 		return nil, "", classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
 	}
 	var nodes []string
@@ -35,7 +35,7 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, str
 	var ips []string
 	for _, n := range nodes {
 		node := &corev1.Node{}
-		err := b.reads.Get(ctx, client.ObjectKey{Name: n}, node)
+		err := b.reads.Get(ctx, client.ObjectKey{Name: n}, node, readOnly)
 		if kerrors.IsNotFound(err) {
 			// Deleted since the pod was listed; its pod is going too.
 			continue

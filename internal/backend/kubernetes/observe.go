@@ -140,7 +140,13 @@ func creating(dep *appsv1.Deployment, now time.Time) bool {
 		!dep.CreationTimestamp.IsZero() && now.Sub(dep.CreationTimestamp.Time) < creatingFor
 }
 
-// read gets every part of the instance; a missing part is nil.
+// readOnly reads a cached object without copying it: Observe only reads
+// what it gets, and copying every part of every instance on every poll was
+// most of a steady poll's garbage. What is read so must never be changed.
+var readOnly = client.UnsafeDisableDeepCopy
+
+// read gets every part of the instance; a missing part is nil. The parts
+// are the cache's own (readOnly).
 func (b *Backend) read(ctx context.Context, ns, name string) (live, error) {
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	c := func(kind, res string) call {
@@ -231,10 +237,11 @@ func joinKinds(kinds []string) string {
 	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1] + " exist"
 }
 
-// optional gets obj, or returns nil when it does not exist.
+// optional gets obj, or returns nil when it does not exist. obj is
+// readOnly.
 func optional[T client.Object](ctx context.Context, k reader, key client.ObjectKey, obj T, c call) (T, error) {
 	var none T
-	err := k.Get(ctx, key, obj)
+	err := k.Get(ctx, key, obj, readOnly)
 	if kerrors.IsNotFound(err) {
 		return none, nil
 	}
