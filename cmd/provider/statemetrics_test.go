@@ -17,6 +17,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
@@ -95,5 +97,59 @@ func TestStateMetricsRecorded(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]float64{"exists": 2, "ready": 1, "synced": 2}, got); diff != "" {
 		t.Errorf("crossplane_managed_resource_*{gvk=%q}: -want, +got:\n%s", gvk, diff)
+	}
+}
+
+// runnables is a manager that only collects what is added to it.
+type runnables struct {
+	manager.Manager
+	added []manager.Runnable
+}
+
+func (m *runnables) Add(r manager.Runnable) error {
+	m.added = append(m.added, r)
+	return nil
+}
+
+// TestStateMetricsListsUncopied shows that the recorders list the managed
+// resources without copying them out of the cache: they only count
+// conditions, every few seconds.
+func TestStateMetricsListsUncopied(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	var copied, uncopied atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, o ...client.ListOption) error {
+			lo := &client.ListOptions{}
+			lo.ApplyOptions(o)
+			if lo.UnsafeDisableDeepCopy != nil && *lo.UnsafeDisableDeepCopy {
+				uncopied.Add(1)
+			} else {
+				copied.Add(1)
+			}
+			return c.List(ctx, l, o...)
+		},
+	}).Build()
+	m := &runnables{}
+	if err := addStateRecorders(m, c, logging.NewNopLogger(), statemetrics.NewMRStateMetrics(), []resource.ManagedList{&kubernetesv1alpha1.KubernetesProxyList{}}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, len(m.added))
+	for _, r := range m.added {
+		go func() { done <- r.Start(ctx) }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for uncopied.Load()+copied.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	for range m.added {
+		<-done
+	}
+	if copied.Load() != 0 || uncopied.Load() == 0 {
+		t.Errorf("the state recorders listed %d times with copies and %d without, want only without", copied.Load(), uncopied.Load())
 	}
 }
