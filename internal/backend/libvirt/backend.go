@@ -57,6 +57,8 @@ type Backend struct {
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
 	verifier *squid.Verifier
+	// sums spares Observe rendering the squid configuration.
+	sums squid.Sums
 	// macs are the NIC MACs of the host's domains, for checkMAC.
 	macs macIndex
 	// verified is what full Observes found of running domains (see

@@ -76,11 +76,13 @@ func (b *Backend) configChecksum(ctx context.Context, d Desired) (string, error)
 	if err != nil || ud != nil {
 		return squid.Checksum(ud), err
 	}
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	// Rendered only when the parameters are new (squid.Sums): Observe
+	// asks on every poll.
+	sum, err := b.sums.Sum(backend.SquidConfig(d.Proxy))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}
-	return squid.Checksum(conf), nil
+	return sum, nil
 }
 
 // buildSeed renders the cloud-init documents of d's instance. The
