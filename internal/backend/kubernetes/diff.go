@@ -66,10 +66,20 @@ func (d *differences) labels(kind string, want, got map[string]string) {
 func diffConfigMap(want, got *corev1.ConfigMap, sum string) []string {
 	var d differences
 	d.labels(kindConfigMap, want.Labels, got.Labels)
-	if squid.ChecksumString(got.Data[keySquidConf]) != sum {
+	if configSum(got) != sum {
 		d.add("%s %s differs from the rendered squid configuration", kindConfigMap, keySquidConf)
 	}
 	return d
+}
+
+// configSum is the checksum of cm's squid configuration: of the file, or
+// the one the watch cache keeps in its place (slimConfigMap); "" when it
+// has neither.
+func configSum(cm *corev1.ConfigMap) string {
+	if conf, ok := cm.Data[keySquidConf]; ok {
+		return squid.ChecksumString(conf)
+	}
+	return cm.Data[keyConfigSum]
 }
 
 // diffSecret compares the htpasswd by what it accepts, not byte for byte: a

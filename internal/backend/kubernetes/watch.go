@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // pendingTTL bounds how long a read of an object this backend wrote goes to
@@ -145,8 +146,9 @@ func (w *watchCache) start() bool {
 		Scheme:               w.scheme,
 		DefaultLabelSelector: labels.NewSelector().Add(*ours),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Label: labels.Everything(), Transform: slimNode},
-			&corev1.Pod{}:  {Transform: slimPod},
+			&corev1.Node{}:      {Label: labels.Everything(), Transform: slimNode},
+			&corev1.Pod{}:       {Transform: slimPod},
+			&corev1.ConfigMap{}: {Transform: slimConfigMap},
 		},
 		DefaultTransform:         cache.TransformStripManagedFields(),
 		DefaultWatchErrorHandler: w.watchError,
@@ -542,6 +544,30 @@ func slimPod(in any) (any, error) {
 		})
 	}
 	return out, nil
+}
+
+// keyConfigSum holds, in a ConfigMap of the watch cache, the checksum of
+// its squid.conf in place of the file. No ConfigMap of an API server has
+// it: a data key cannot hold a "/".
+const keyConfigSum = "sha256/" + keySquidConf
+
+// slimConfigMap keeps of a ConfigMap's data only the checksum of its squid
+// configuration, which is all Observe compares (configSum): the files were
+// most of what the cache held of ConfigMaps. ensure reads a ConfigMap from
+// the API server before it updates one.
+func slimConfigMap(in any) (any, error) {
+	in, err := cache.TransformStripManagedFields()(in)
+	cm, ok := in.(*corev1.ConfigMap)
+	if err != nil || !ok {
+		return in, err
+	}
+	if conf, ok := cm.Data[keySquidConf]; ok {
+		cm.Data = map[string]string{keyConfigSum: squid.ChecksumString(conf)}
+	} else {
+		cm.Data = nil
+	}
+	cm.BinaryData = nil
+	return cm, nil
 }
 
 // slimNode keeps of a Node only its addresses (egressIPs): every node of

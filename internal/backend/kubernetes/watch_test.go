@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
@@ -291,5 +292,73 @@ func TestCreationsReported(t *testing.T) {
 				t.Errorf("%s\n%d objects created, reported %d times, want %d", tc.reason, creates, reported, want)
 			}
 		})
+	}
+}
+
+// TestSlimConfigMap shows that the cache's slim ConfigMaps compare as the
+// full ones do, hold no configuration file, and that the key of the
+// checksum cannot come from an API server.
+func TestSlimConfigMap(t *testing.T) {
+	d := desired()
+	o, err := build(d, []byte("h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := func(mod func(cm *corev1.ConfigMap)) *corev1.ConfigMap {
+		cm := o.configMap.DeepCopy()
+		cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+		if mod != nil {
+			mod(cm)
+		}
+		return cm
+	}
+	cases := map[string]struct {
+		reason string
+		cm     *corev1.ConfigMap
+		differ bool
+	}{
+		"Same": {
+			reason: "The rendered configuration is no difference.",
+			cm:     full(nil),
+		},
+		"Changed": {
+			reason: "An edited configuration is a difference.",
+			cm:     full(func(cm *corev1.ConfigMap) { cm.Data[keySquidConf] += "http_access allow all\n" }),
+			differ: true,
+		},
+		"Missing": {
+			reason: "A ConfigMap without the file is a difference.",
+			cm:     full(func(cm *corev1.ConfigMap) { delete(cm.Data, keySquidConf) }),
+			differ: true,
+		},
+		"OtherKeys": {
+			reason: "Keys others added are no difference.",
+			cm: full(func(cm *corev1.ConfigMap) {
+				cm.Data["extra"] = "x"
+				cm.BinaryData = map[string][]byte{"b": {1}}
+			}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := slimConfigMap(tc.cm.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			slim := out.(*corev1.ConfigMap) //nolint:forcetypeassert // slimConfigMap returns a ConfigMap.
+			fullDiff, slimDiff := diffConfigMap(o.configMap, tc.cm, o.checksum), diffConfigMap(o.configMap, slim, o.checksum)
+			if diff := cmp.Diff(fullDiff, slimDiff); diff != "" {
+				t.Errorf("\n%s\ndiffConfigMap: -full, +slim:\n%s", tc.reason, diff)
+			}
+			if (len(fullDiff) > 0) != tc.differ {
+				t.Errorf("\n%s\ndiffConfigMap: %q", tc.reason, fullDiff)
+			}
+			if _, ok := slim.Data[keySquidConf]; ok || slim.BinaryData != nil || slim.ManagedFields != nil {
+				t.Errorf("\n%s\nslimConfigMap kept the file, binary data or managed fields", tc.reason)
+			}
+		})
+	}
+	if len(validation.IsConfigMapKey(keyConfigSum)) == 0 {
+		t.Errorf("%q is a valid ConfigMap key: a ConfigMap of the API server could forge the checksum", keyConfigSum)
 	}
 }
