@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package proxy
 
 import (
+	"reflect"
 	"strconv"
 	"time"
 
@@ -167,6 +168,18 @@ func mustNew[T any](s *runtime.Scheme, gvk schema.GroupVersionKind) T {
 // Permanent: retrying reads the same object.
 func ConfigSpec[S any](cfg Config) (S, error) {
 	var spec S
+	// Every config kind the provider registers is a struct whose Spec is
+	// an S: copied from there (every reconcile connects, and the round
+	// trip through unstructured was most of the cost of connecting).
+	if v := reflect.ValueOf(cfg.Object); v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+		if f := v.Elem().FieldByName("Spec"); f.IsValid() && f.Type() == reflect.TypeOf(spec) {
+			in := f.Interface().(S) //nolint:forcetypeassert // Its type was just checked.
+			if c, ok := any(&in).(interface{ DeepCopyInto(out *S) }); ok {
+				c.DeepCopyInto(&spec)
+				return spec, nil
+			}
+		}
+	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cfg.Object)
 	if err != nil {
 		return spec, backend.Permanent(errors.Wrap(err, errConfigSpec))

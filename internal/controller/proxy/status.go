@@ -90,13 +90,33 @@ func emptyConnectionPatch(current *corev1.Secret, patch client.Patch) bool {
 	if err != nil {
 		return false
 	}
-	var want corev1.Secret
+	// Only what is compared is decoded: decoding the whole Secret was most
+	// of the cost of a steady poll's publishing.
+	var want struct {
+		Metadata struct {
+			OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+		} `json:"metadata"`
+		Data       map[string]json.RawMessage `json:"data"`
+		StringData map[string]json.RawMessage `json:"stringData"`
+		Type       corev1.SecretType          `json:"type"`
+	}
 	if err := json.Unmarshal(b, &want); err != nil {
 		return false
 	}
-	have, set := metav1.GetControllerOf(current), metav1.GetControllerOf(&want)
+	have, set := metav1.GetControllerOf(current), controllerRef(want.Metadata.OwnerReferences)
 	return len(want.Data) == 0 && len(want.StringData) == 0 && have != nil && set != nil && have.UID == set.UID &&
 		(want.Type == "" || want.Type == current.Type)
+}
+
+// controllerRef is the controller among refs, as metav1.GetControllerOf
+// finds it on an object.
+func controllerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if c := refs[i].Controller; c != nil && *c {
+			return &refs[i]
+		}
+	}
+	return nil
 }
 
 func (c quietClient) Status() client.SubResourceWriter {
@@ -129,7 +149,8 @@ func (s quietStatus) unchanged(ctx context.Context, obj client.Object) bool {
 		return false
 	}
 	cached, ok := reflect.New(t.Elem()).Interface().(client.Object)
-	if !ok || s.reader.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil {
+	// Only read: the cache's own object needs no copy.
+	if !ok || s.reader.Get(ctx, client.ObjectKeyFromObject(obj), cached, client.UnsafeDisableDeepCopy) != nil {
 		return false
 	}
 	if s.written != nil {
