@@ -72,7 +72,8 @@ func main() {
 	limit, err := memoryLimit(*memLimit, cgroupLimit)
 	kingpin.FatalIfError(err, "Invalid flag")
 
-	zl := zap.New(zap.UseDevMode(*debug))
+	// Values are encoded only into messages that are logged (lazylog.go).
+	zl := withLazyValues(zap.New(zap.UseDevMode(*debug)))
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
