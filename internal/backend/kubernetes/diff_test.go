@@ -308,3 +308,18 @@ func TestMergeService(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCompareUnchanged is the comparison of a steady poll: every live
+// object as the builders made it.
+func BenchmarkCompareUnchanged(b *testing.B) {
+	d := desired()
+	o, err := build(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := live{deployment: o.deployment.DeepCopy(), configMap: o.configMap.DeepCopy(), secret: o.secret.DeepCopy(), service: o.service.DeepCopy()}
+	v := squid.NewVerifier()
+	for b.Loop() {
+		_ = compare(v, o, l, d)
+	}
+}
