@@ -330,7 +330,7 @@ func (w *watchCache) wrote(obj client.Object, deleted bool) {
 			return
 		}
 	}
-	w.pending[objectKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}] = pendingWrite{
+	w.pending[keyOf(obj)] = pendingWrite{
 		resourceVersion: obj.GetResourceVersion(), deleted: deleted, at: time.Now(),
 	}
 }
