@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 const (
@@ -65,6 +67,8 @@ type stateRecorder struct {
 
 // Start implements manager.Runnable.
 func (s *stateRecorder) Start(ctx context.Context) error {
+	// Ticks with the work queues' timers: one wake-up serves all.
+	phase.Wait(ctx, s.interval)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {

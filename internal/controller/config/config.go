@@ -25,6 +25,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 const errFmtNewObject = "cannot make an object of kind %s"
@@ -151,7 +152,7 @@ func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.Gr
 		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(phase.Options(o, mgr.GetLogger())).
 		For(obj).
 		Watches(usage, settled{h: &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}, delay: usageSettle}).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))

@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 // Finalizers that keep what a proxy needs to be deleted until it is
@@ -181,7 +183,7 @@ func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error
 	r := &InUse{client: mgr.GetClient()}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(inUseControllerName).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(phase.Options(o, mgr.GetLogger())).
 		WithEventFilter(inUseChanged()).
 		Watches(&corev1.Secret{}, toNamespace()).
 		Build(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 // Options configure every proxy controller.
@@ -163,7 +164,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	r := managed.NewReconciler(quietManager{Manager: mgr, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(phase.Options(o.Options, mgr.GetLogger())).
 		WithEventFilter(desiredStateChanged()).
 		For(obj)
 	if watches {
