@@ -106,6 +106,12 @@ func run(ctx context.Context, o options) error {
 			return errors.Errorf(errFmtBackend, b)
 		}
 	}
+	if o.profile != "" {
+		// Without it every profile was lost, one log line each.
+		if err := os.MkdirAll(o.profile, 0o750); err != nil {
+			return errors.Wrap(err, "cannot create the -profile folder")
+		}
+	}
 	dir, err := os.MkdirTemp("", "egressproxy-bench-")
 	if err != nil {
 		return errors.Wrap(err, "cannot create the state folder")
