@@ -159,21 +159,36 @@ func (m cpuMark) since(m0 cpuMark) float64 {
 	return m.secs - m0.secs
 }
 
-// peakRSS is VmHWM of a process in KiB, or 0 when it cannot be read.
-func peakRSS(pid int) int64 {
+// memKiB is a process's memory in KiB, from /proc/<pid>/status; 0 where it
+// could not be read.
+type memKiB struct {
+	// peak is VmHWM, the most resident memory the process ever had.
+	peak int64
+	// anon and file split what is resident now: anonymous memory (the Go
+	// heap, stacks) and file-backed pages (the binary's code and data).
+	anon, file int64
+}
+
+// memory reads the memory figures of a process.
+func memory(pid int) memKiB {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0
+		return memKiB{}
 	}
 	defer f.Close() //nolint:errcheck // Read only.
-	s := bufio.NewScanner(f)
+	return parseStatus(bufio.NewScanner(f))
+}
+
+func parseStatus(s *bufio.Scanner) memKiB {
+	var m memKiB
+	fields := map[string]*int64{"VmHWM:": &m.peak, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
+		k, v, ok := strings.Cut(s.Text(), "\t")
+		if p := fields[k]; ok && p != nil {
+			*p, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		}
 	}
-	return 0
+	return m
 }
 
 // selfCPU is this process's user and system CPU time, for the baselines,

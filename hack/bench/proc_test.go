@@ -7,7 +7,9 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"bufio"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,5 +140,14 @@ func TestCPUMarkSince(t *testing.T) {
 				t.Errorf("%s\nsince: want %v, got %v", tc.reason, tc.want, got)
 			}
 		})
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tprovider\nVmPeak:\t 2104316 kB\nVmHWM:\t  183000 kB\nVmRSS:\t  170000 kB\nRssAnon:\t  118000 kB\nRssFile:\t   52000 kB\nRssShmem:\t       0 kB\nThreads:\t12\n"
+	got := parseStatus(bufio.NewScanner(strings.NewReader(status)))
+	want := memKiB{peak: 183000, anon: 118000, file: 52000}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memKiB{})); diff != "" {
+		t.Errorf("parseStatus(...): -want, +got:\n%s", diff)
 	}
 }

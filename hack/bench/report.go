@@ -110,7 +110,7 @@ type result struct {
 	// the steady window.
 	apiSynced, apiConverge, apiSteady float64
 	steadyPolls                       float64
-	peakRSSKiB                        int64
+	mem                               memKiB
 	converge, steady                  counts
 	base                              *baselineResult
 	loadBefore, loadAfter             string
@@ -137,7 +137,10 @@ func (r *result) print(w io.Writer) {
 	p("| time to all Ready (baseline: %s) | %s | %s | %s |\n", orDash(b.readyMeans), secs(r.ready), secs(b.ready), ratio(r.ready.Seconds(), b.ready.Seconds()))
 	p("| CPU until all Synced | %s | | |\n", cpu(r.cpuSynced))
 	p("| CPU until all Ready (baseline: bench process) | %s | %s | %s |\n", cpu(r.cpuConverge), cpu(b.cpu), ratio(r.cpuConverge, b.cpu))
-	p("| peak RSS | %s | | |\n", mib(r.peakRSSKiB))
+	p("| peak RSS | %s | | |\n", mib(r.mem.peak))
+	if r.mem.anon+r.mem.file > 0 {
+		p("| RSS after the steady window: anonymous (heap, stacks) + file (the binary's pages) | %s + %s | | |\n", mib(r.mem.anon), mib(r.mem.file))
+	}
 	p("| requests per MR while converging, all | %s | %s | %s |\n", num(r.converge.total()/n), num(b.requests.total()/n), ratio(r.converge.total(), b.requests.total()))
 	backendRatio := ratio(r.converge.backend().total(), b.requests.total())
 	if r.opsNotRPCs {

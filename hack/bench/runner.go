@@ -148,7 +148,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-res.cpuConverge
 	res.apiSteady = markAPIServer().since(apiConv)
 	res.steadyPolls = r.o.steady.Seconds() / r.o.poll.Seconds()
-	res.peakRSSKiB = peakRSS(p.pid())
+	res.mem = memory(p.pid())
 	r.heapProfile(ctx, p)
 	if f, ok := b.(faulter); ok && r.o.faults {
 		for _, ft := range f.faults() {
