@@ -154,10 +154,14 @@ func backendPackage(p string) bool {
 	case len(parts) >= 3 && parts[0] == "internal" && parts[1] == "backend":
 		return parts[2] != "registry"
 	case len(parts) >= 3 && parts[0] == "internal" && parts[1] == "controller":
-		return parts[2] != "config" && parts[2] != "proxy"
+		return !slices.Contains(sharedControllerPackages, parts[2])
 	}
 	return false
 }
+
+// sharedControllerPackages are the packages of internal/controller that
+// every backend shares; the others are a backend's controller side.
+var sharedControllerPackages = []string{"config", "phase", "proxy"}
 
 // sharedFiles returns the .go files, tests aside, of shared.
 func sharedFiles(t *testing.T, root string) []string {
