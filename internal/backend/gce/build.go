@@ -92,7 +92,7 @@ func renderConfig(v *squid.Verifier, d Desired, existing []byte) (proxyConfig, e
 		pc.port = backend.DefaultPort
 	}
 	if !v.HtpasswdMatches(existing, d.Credentials.Username, d.Credentials.Password) {
-		if pc.htpasswd, err = v.Htpasswd(d.Credentials.Username, d.Credentials.Password); err != nil {
+		if pc.htpasswd, err = v.HtpasswdCost(d.Credentials.Username, d.Credentials.Password, backend.HtpasswdCost(d.Credentials)); err != nil {
 			return proxyConfig{}, backend.Permanent(errors.Wrap(err, errHtpasswd))
 		}
 	}

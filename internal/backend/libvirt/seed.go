@@ -110,7 +110,7 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
-	ht, err := b.verifier.Htpasswd(d.Credentials.Username, d.Credentials.Password)
+	ht, err := b.verifier.HtpasswdCost(d.Credentials.Username, d.Credentials.Password, backend.HtpasswdCost(d.Credentials))
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errHtpasswd))
 	}

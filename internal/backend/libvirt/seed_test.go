@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
 	"sigs.k8s.io/yaml"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
@@ -114,5 +116,38 @@ func TestSeedUserDataSecret(t *testing.T) {
 	}))
 	if _, err := failing.configChecksum(context.Background(), d); backend.ClassOf(err) != backend.ClassPermanent {
 		t.Errorf("a Secret that cannot be read: want Permanent, got %v", err)
+	}
+}
+
+// TestSeedHtpasswdCost: a generated password is hashed at bcrypt.MinCost, as
+// backend.HtpasswdCost says (at the default cost it was most of the
+// provider's CPU while new KVM proxies converged), a person's password at
+// the default cost.
+func TestSeedHtpasswdCost(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		generated bool
+		want      int
+	}{
+		"Generated": {reason: "A generated password gets the lowest cost.", generated: true, want: bcrypt.MinCost},
+		"Given":     {reason: "A password a person chose keeps the default cost.", want: bcrypt.DefaultCost},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := desired()
+			d.Credentials.Generated = tc.generated
+			sd, err := newBackend(newFake(), nil).buildSeed(context.Background(), d, MACAddress(testUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hash, _ := strings.Cut(strings.TrimSpace(sd.Htpasswd), ":")
+			got, err := bcrypt.Cost([]byte(hash))
+			if err != nil {
+				t.Fatalf("not a bcrypt hash: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nbcrypt cost: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
