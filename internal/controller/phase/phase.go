@@ -66,17 +66,47 @@ func Wait(ctx context.Context, period time.Duration) {
 
 // NewQueue makes the work queue controller-runtime would (a priority queue
 // with metrics named after the controller), but at the next multiple of
-// QueueTick, so its metrics ticker ticks in phase with every other queue's.
+// QueueTick, so its metrics ticker ticks in phase with every other queue's,
+// and whose delayed items become ready on those ticks too (aligned).
 // It is a controller.Options NewQueue: controller-runtime calls it once, as
 // the controller starts, which it delays by at most QueueTick.
 func NewQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		Wait(context.Background(), QueueTick)
-		return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
-			o.Log = log.WithValues("controller", name)
-			o.RateLimiter = rl
-		})
+		return aligned[reconcile.Request]{
+			PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+				o.Log = log.WithValues("controller", name)
+				o.RateLimiter = rl
+			}),
+			now: time.Now,
+		}
 	}
+}
+
+// aligned is a priority queue whose delayed items become ready on a
+// QueueTick of the wall clock, when the queues' metric tickers wake the
+// process anyway. A steady provider requeues every resource once a poll,
+// each at its own instant: at 1000 resources a minute that was ~17
+// wake-ups a second, one thread woken and put back to sleep for each
+// reconcile. Rounded up to the tick, the resources due in the same half
+// second are reconciled in one wake-up. Only delays of at least a tick are
+// rounded, so a poll or a backoff of minutes moves by at most half a
+// second, and a short retry not at all; rate-limited adds (error backoff)
+// are left to the queue.
+type aligned[T comparable] struct {
+	priorityqueue.PriorityQueue[T]
+	now func() time.Time
+}
+
+func (q aligned[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
+	if o.After >= QueueTick {
+		o.After += Until(q.now().Add(o.After), QueueTick)
+	}
+	q.PriorityQueue.AddWithOpts(o, items...)
+}
+
+func (q aligned[T]) AddAfter(item T, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: after}, item)
 }
 
 // Options are o's controller-runtime options, with a work queue made by

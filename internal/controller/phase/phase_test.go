@@ -103,6 +103,73 @@ func TestNewQueue(t *testing.T) {
 	}
 }
 
+// recording is a priority queue that records what is added to it.
+type recording struct {
+	priorityqueue.PriorityQueue[string]
+	added []priorityqueue.AddOpts
+}
+
+func (r *recording) AddWithOpts(o priorityqueue.AddOpts, _ ...string) {
+	r.added = append(r.added, o)
+}
+
+func TestAligned(t *testing.T) {
+	now, err := time.Parse(time.RFC3339Nano, "2026-12-02T10:00:00.2Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prio := 1
+	cases := map[string]struct {
+		reason string
+		add    func(q aligned[string])
+		want   priorityqueue.AddOpts
+	}{
+		"Poll": {
+			reason: "A poll's delay is rounded up so the item is ready on the next tick after it.",
+			add: func(q aligned[string]) {
+				q.AddWithOpts(priorityqueue.AddOpts{After: time.Minute, Priority: &prio}, "mr")
+			},
+			want: priorityqueue.AddOpts{After: time.Minute + 300*time.Millisecond, Priority: &prio},
+		},
+		"AddAfter": {
+			reason: "AddAfter is rounded like AddWithOpts.",
+			add:    func(q aligned[string]) { q.AddAfter("mr", 2*time.Second) },
+			want:   priorityqueue.AddOpts{After: 2*time.Second + 300*time.Millisecond},
+		},
+		"OnTick": {
+			reason: "A delay that ends on a tick is kept.",
+			add:    func(q aligned[string]) { q.AddAfter("mr", 1300*time.Millisecond) },
+			want:   priorityqueue.AddOpts{After: 1300 * time.Millisecond},
+		},
+		"ShortRetry": {
+			reason: "A delay shorter than a tick is a quick retry, not delayed further.",
+			add:    func(q aligned[string]) { q.AddAfter("mr", 100*time.Millisecond) },
+			want:   priorityqueue.AddOpts{After: 100 * time.Millisecond},
+		},
+		"RateLimited": {
+			reason: "Error backoff is the queue's rate limiter's to decide.",
+			add: func(q aligned[string]) {
+				q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, "mr")
+			},
+			want: priorityqueue.AddOpts{RateLimited: true},
+		},
+		"Now": {
+			reason: "An item added without a delay is ready at once.",
+			add:    func(q aligned[string]) { q.AddWithOpts(priorityqueue.AddOpts{}, "mr") },
+			want:   priorityqueue.AddOpts{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &recording{}
+			tc.add(aligned[string]{PriorityQueue: r, now: func() time.Time { return now }})
+			if diff := cmp.Diff([]priorityqueue.AddOpts{tc.want}, r.added); diff != "" {
+				t.Errorf("%s\nadded at %s: -want, +got:\n%s", tc.reason, now.Format(time.StampMilli), diff)
+			}
+		})
+	}
+}
+
 func TestOptions(t *testing.T) {
 	co := Options(controller.Options{MaxConcurrentReconciles: 7}, logr.Discard())
 	if co.NewQueue == nil {
