@@ -10,7 +10,6 @@ package controller
 import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -61,7 +60,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 		return err
 	}
 	if o.Gate != nil {
-		if err := customresourcesgate.Setup(mgr, o.Options); err != nil {
+		if err := setupCRDGate(mgr, o.Options); err != nil {
 			return errors.Wrap(err, errGate)
 		}
 	}
