@@ -127,17 +127,27 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	return o, nil
 }
 
-// creatingFor is how long a new proxy with no replica yet is only
-// "Creating": long enough for a pod to be scheduled and pull squid, short
-// enough that one that never comes up soon shows the count and why.
-const creatingFor = 2 * time.Minute
+// defaultProgressDeadline is the apiserver's default of a Deployment's
+// progressDeadlineSeconds.
+const defaultProgressDeadline = 600 * time.Second
 
 // creating tells whether dep is a new Deployment still coming up with
-// nothing known to be wrong: no replica yet, made less than creatingFor
-// before now, its rollout not stuck.
+// nothing known to be wrong: no replica yet, its rollout not stuck, made
+// less than its progress deadline before now. Until that deadline the
+// Deployment controller itself calls the rollout progressing; past it, it
+// says ProgressDeadlineExceeded, which the message then shows. A fixed,
+// shorter bound (2 minutes before) cost a status write for each proxy
+// slower than it, which at 1000 new proxies was most of them, to show a
+// count of 0 that told the user nothing more than Creating; what does tell
+// more, a pod that cannot be scheduled, pulled or started, ends Creating at
+// once (podProblem).
 func creating(dep *appsv1.Deployment, now time.Time) bool {
+	deadline := defaultProgressDeadline
+	if s := dep.Spec.ProgressDeadlineSeconds; s != nil {
+		deadline = time.Duration(*s) * time.Second
+	}
 	return dep.Status.AvailableReplicas == 0 && stuck(dep.Status) == "" &&
-		!dep.CreationTimestamp.IsZero() && now.Sub(dep.CreationTimestamp.Time) < creatingFor
+		!dep.CreationTimestamp.IsZero() && now.Sub(dep.CreationTimestamp.Time) < deadline
 }
 
 // readOnly reads a cached object without copying it: Observe only reads

@@ -102,9 +102,27 @@ func TestObserve(t *testing.T) {
 				Endpoint: endpoint, State: commonv1alpha1.StatePending, Creating: true},
 		},
 		"NotComingUp": {
-			reason:  "A Deployment with no replica creatingFor after its creation is no longer Creating: its resource shows the count.",
+			reason:  "A Deployment with no replica past its progress deadline is no longer Creating: its resource shows the count.",
 			create:  ptr.To(desired()),
-			mutate:  []mutation{createdAgo(creatingFor + time.Second)},
+			mutate:  []mutation{createdAgo(defaultProgressDeadline + time.Second)},
+			observe: desired(),
+			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
+				Endpoint: endpoint, State: commonv1alpha1.StatePending},
+		},
+		"SlowButProgressing": {
+			reason:  "A proxy slower than a few minutes to come up, with nothing wrong, is still Creating: ending that early cost a status write each that told the user nothing.",
+			create:  ptr.To(desired()),
+			mutate:  []mutation{createdAgo(4 * time.Minute)},
+			observe: desired(),
+			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
+				Endpoint: endpoint, State: commonv1alpha1.StatePending, Creating: true},
+		},
+		"PastOwnDeadline": {
+			reason: "The Deployment's own progress deadline bounds Creating, not the default one.",
+			create: ptr.To(desired()),
+			mutate: []mutation{createdAgo(61 * time.Second), edit(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+				d.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+			})},
 			observe: desired(),
 			want: observed{UpToDate: true, Message: "0 of 2 replicas available",
 				Endpoint: endpoint, State: commonv1alpha1.StatePending},
