@@ -130,10 +130,19 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		return res, err
 	}
 	res.converge, res.cpuConverge = conv, cpuSeconds(p.pid())
-	apiConv := markAPIServer()
-	res.apiConverge = apiConv.since(api0)
-	logf("%s: all Ready after %s; steady state for %s", r.backend, res.ready.Round(100*time.Millisecond), r.o.steady)
+	res.apiConverge = markAPIServer().since(api0)
+	logf("%s: all Ready after %s", r.backend, res.ready.Round(100*time.Millisecond))
 	<-convProfile
+	// Writes the converging queued may still be on their way (the event
+	// recorder sends its events one at a time): they are the converging's,
+	// and the steady window starts once they are done.
+	conv, waited, err := r.settle(ctx, e, b, p, conv)
+	if err != nil {
+		return res, err
+	}
+	res.converge, res.settled = conv, waited
+	cpuSettled, apiConv := cpuSeconds(p.pid()), markAPIServer()
+	logf("%s: control-plane writes settled %s after all Ready; steady state for %s", r.backend, waited.Round(100*time.Millisecond), r.o.steady)
 	steadyProfile := r.profile(ctx, p, "steady", r.o.steady)
 	select {
 	case <-time.After(r.o.steady):
@@ -145,7 +154,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-res.cpuConverge
+	res.steady, res.cpuSteady = st.minus(conv), cpuSeconds(p.pid())-cpuSettled
 	res.apiSteady = markAPIServer().since(apiConv)
 	res.steadyPolls = r.o.steady.Seconds() / r.o.poll.Seconds()
 	res.mem = memory(p.pid())
@@ -317,6 +326,35 @@ func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVers
 
 // counts returns every request so far: the provider's metrics, and what the
 // bench counted at the backend.
+// Settling: the control plane's writes have settled when none came in
+// settleQuiet; settle gives up waiting after settleMax.
+const (
+	settleQuiet = 3 * time.Second
+	settleMax   = 2 * time.Minute
+)
+
+// settle waits until the provider's control-plane writes have settled and
+// returns the counts then, and how long it waited.
+func (r *runner) settle(ctx context.Context, e *env, b bench, p *process, last counts) (counts, time.Duration, error) {
+	start, quiet := time.Now(), time.Now()
+	for time.Since(start) < settleMax && time.Since(quiet) < settleQuiet {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		c, err := r.counts(ctx, e, b, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if c.writes(controlPlane) != last.writes(controlPlane) {
+			quiet = time.Now()
+		}
+		last = c
+	}
+	return last, time.Since(start), nil
+}
+
 func (r *runner) counts(ctx context.Context, e *env, b bench, p *process) (counts, error) {
 	s, err := scrape(ctx, p.metricsURL)
 	if err != nil {
