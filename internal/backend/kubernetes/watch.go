@@ -9,6 +9,7 @@ package kubernetes
 import (
 	"context"
 	"io"
+	"maps"
 	"reflect"
 	"strconv"
 	"sync"
@@ -469,7 +470,7 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 			}
 			w.seen(kind, m, false)
 			// Equal versions are a resync, not a change.
-			if old == nil || old.GetResourceVersion() != m.GetResourceVersion() {
+			if old == nil || old.GetResourceVersion() != m.GetResourceVersion() && !observedSame(oldObj, newObj) {
 				report(m)
 			}
 		},
@@ -480,6 +481,29 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 			}
 		},
 	}
+}
+
+// observedSame tells whether a Deployment's update changed nothing
+// Observe reads of it: its spec (generation), labels, deletion, and the
+// status counts and stuck conditions readiness reports. While a new proxy
+// comes up, the Deployment controller writes its status several times
+// (condition reasons and times, the revision annotation, ready and
+// unavailable counts) in ways Observe reports the same: each was a
+// reconcile that wrote nothing. Any other kind, or a pair it cannot read,
+// is a change.
+func observedSame(oldObj, newObj any) bool {
+	o, ok := oldObj.(*appsv1.Deployment)
+	n, ok2 := newObj.(*appsv1.Deployment)
+	if !ok || !ok2 {
+		return false
+	}
+	if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) {
+		return false
+	}
+	was, is := o.Status, n.Status
+	return was.ObservedGeneration == is.ObservedGeneration && was.Replicas == is.Replicas &&
+		was.UpdatedReplicas == is.UpdatedReplicas && was.AvailableReplicas == is.AvailableReplicas &&
+		stuck(was) == stuck(is)
 }
 
 // recording is the client of a Backend with a watch cache: it tells the

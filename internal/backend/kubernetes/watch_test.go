@@ -8,15 +8,19 @@ package kubernetes
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -360,5 +364,94 @@ func TestSlimConfigMap(t *testing.T) {
 	}
 	if len(validation.IsConfigMapKey(keyConfigSum)) == 0 {
 		t.Errorf("%q is a valid ConfigMap key: a ConfigMap of the API server could forge the checksum", keyConfigSum)
+	}
+}
+
+// TestDeploymentUpdatesReported shows which updates of a Deployment reach
+// its resource: those that change what Observe reports, not the Deployment
+// controller's other status writes.
+func TestDeploymentUpdatesReported(t *testing.T) {
+	d := desired()
+	base := func() *appsv1.Deployment {
+		dep := mustBuild(t, d).deployment
+		dep.ResourceVersion, dep.Generation = "1", 1
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetCreated"}}}
+		return dep
+	}
+	cases := map[string]struct {
+		reason string
+		change func(*appsv1.Deployment)
+		want   int
+	}{
+		"Resync": {
+			reason: "The same version again is a resync, not a change.",
+			change: func(*appsv1.Deployment) {},
+		},
+		"ConditionReason": {
+			reason: "A Progressing condition's new reason, the revision annotation and the ready count change nothing Observe reports.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion = "2"
+				dep.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+				dep.Status.ReadyReplicas = 1
+				dep.Status.Conditions[0].Reason = "ReplicaSetUpdated"
+			},
+		},
+		"Available": {
+			reason: "A replica that became available makes the proxy ready.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion = "2"
+				dep.Status.AvailableReplicas, dep.Status.UnavailableReplicas = 1, 0
+			},
+			want: 1,
+		},
+		"Stuck": {
+			reason: "A rollout past its deadline is reported: the message says so.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion = "2"
+				dep.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: reasonDeadline}
+			},
+			want: 1,
+		},
+		"Spec": {
+			reason: "A changed spec (a new generation) is drift to repair.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion, dep.Generation = "2", 2
+				dep.Spec.Replicas = ptr.To[int32](5)
+			},
+			want: 1,
+		},
+		"Labels": {
+			reason: "Changed labels may change the owner.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion = "2"
+				dep.Labels = maps.Clone(dep.Labels)
+				dep.Labels[LabelComponent] = "other"
+			},
+			want: 1,
+		},
+		"Deleting": {
+			reason: "A Deployment being deleted is reported.",
+			change: func(dep *appsv1.Deployment) {
+				dep.ResourceVersion = "2"
+				dep.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			},
+			want: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWatchCache(&rest.Config{}, nil, fakeCluster(t))
+			w.started, w.cache = true, &informertest.FakeInformers{}
+			reported := 0
+			w.setNotify(func(backend.Ownership) { reported++ })
+			old := base()
+			dep := old.DeepCopy()
+			tc.change(dep)
+			w.handler(reflect.TypeOf(dep), true).OnUpdate(old, dep)
+			if reported != tc.want {
+				t.Errorf("%s\nreported %d times, want %d", tc.reason, reported, tc.want)
+			}
+		})
 	}
 }
