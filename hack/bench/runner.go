@@ -324,8 +324,6 @@ func (r *runner) waitConverged(ctx context.Context, e *env, gvk schema.GroupVers
 	return errors.Errorf(errFmtConverged, r.o.timeout, synced, r.o.n, ready, r.o.n)
 }
 
-// counts returns every request so far: the provider's metrics, and what the
-// bench counted at the backend.
 // Settling: the control plane's writes have settled when none came in
 // settleQuiet; settle gives up waiting after settleMax.
 const (
@@ -355,6 +353,8 @@ func (r *runner) settle(ctx context.Context, e *env, b bench, p *process, last c
 	return last, time.Since(start), nil
 }
 
+// counts returns every request so far: the provider's metrics, and what the
+// bench counted at the backend.
 func (r *runner) counts(ctx context.Context, e *env, b bench, p *process) (counts, error) {
 	s, err := scrape(ctx, p.metricsURL)
 	if err != nil {
