@@ -72,6 +72,13 @@ func TestInUse(t *testing.T) {
 				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "unused"},
 			}},
 		},
+		// A resource of another namespace never holds this namespace's config.
+		&kubernetesv1alpha1.KubernetesProxy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "web"},
+			Spec: kubernetesv1alpha1.KubernetesProxySpec{ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "unused"},
+			}},
+		},
 		secret("team", "kubeconfig"),
 		secret("team", "other-kubeconfig"),
 		secret("team", "ssh"),
@@ -79,7 +86,15 @@ func TestInUse(t *testing.T) {
 		secret("team", "unrelated", "example.com/keep"),
 		secret("platform", "kubeconfig"),
 	}
-	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&corev1.Secret{}, indexHeld, heldOf)
+	for _, bk := range apis.Backends {
+		mg, err := s.New(bk.Managed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = b.WithIndex(mg.(client.Object), indexConfigRef, configRefOf)
+	}
+	kube := b.Build()
 	r := &InUse{client: kube}
 	for _, b := range apis.Backends {
 		r.groups = append(r.groups, group{Backend: b, scheme: s})
@@ -94,7 +109,7 @@ func TestInUse(t *testing.T) {
 		want   []string
 	}{
 		"UsedConfig":         {reason: "A config a managed resource refers to is held.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "used"}}, want: []string{FinalizerConfigInUse}},
-		"UnusedConfig":       {reason: "A config nothing refers to any more is released.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "unused"}}},
+		"UnusedConfig":       {reason: "A config nothing of its namespace refers to any more is released.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "unused"}}},
 		"UsedSecret":         {reason: "The Secret of a namespaced config is held, whatever namespace the reference names.", obj: secret("team", "kubeconfig"), want: []string{FinalizerSecretInUse}},
 		"UnusedConfigSecret": {reason: "The Secret of a config is held even while no resource uses the config.", obj: secret("team", "other-kubeconfig"), want: []string{FinalizerSecretInUse}},
 		"OtherGroupSecret":   {reason: "Every group's configs count.", obj: secret("team", "ssh"), want: []string{FinalizerSecretInUse}},
