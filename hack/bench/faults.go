@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // A fault breaks a backend for a while (-faults): begin starts it, end
@@ -83,7 +80,7 @@ func (r *runner) faultRun(ctx context.Context, e *env, b bench, p *process, f fa
 	var first bool
 	deadline := ended.Add(r.o.timeout)
 	for time.Now().Before(deadline) {
-		synced, ready, err := countConditions(ctx, e.client, b.gvk())
+		synced, ready, err := countConditions(ctx, e.mrs, b.gvk())
 		if err == nil {
 			if !first {
 				first, fr.unsynced = true, r.o.n-synced
@@ -109,20 +106,6 @@ func (r *runner) faultRun(ctx context.Context, e *env, b bench, p *process, f fa
 	fr.note = fmt.Sprintf("not every MR was Synced and Ready %s after the fault ended", r.o.timeout)
 	fr.load = loadAvg()
 	return fr, nil
-}
-
-// countConditions counts the MRs of gvk that are Synced, and Ready.
-func countConditions(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (synced, ready int, err error) {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := c.List(ctx, l, client.InNamespace(mrNamespace)); err != nil {
-		return 0, 0, err
-	}
-	for i := range l.Items {
-		synced += btoi(conditionTrue(&l.Items[i], "Synced"))
-		ready += btoi(conditionTrue(&l.Items[i], "Ready"))
-	}
-	return synced, ready, nil
 }
 
 // only keeps the requests to target.
