@@ -37,7 +37,8 @@ const (
 	liveTimeout = 5 * time.Second
 	// catchUp is how long after an outage reads go to the API server: a
 	// reflector backs off up to 30 s (jittered up to twice that) before it
-	// watches again, and nothing tells when it did.
+	// watches again, and nothing tells when it did. The watch cache cuts it
+	// short by replacing its informers (see watchCache.restart).
 	catchUp = time.Minute
 )
 
@@ -56,6 +57,10 @@ type liveness struct {
 	down     time.Time // first failed check or watch; zero while reachable
 	cause    error
 	back     time.Time // when it answered again after an outage
+
+	// onBack, if set, is called in a goroutine of its own when a check
+	// finds the target answering again after an outage.
+	onBack func()
 }
 
 func newLiveness(probe func(ctx context.Context) error) *liveness {
@@ -88,8 +93,22 @@ func (l *liveness) check(ctx context.Context) error {
 		l.checked = time.Time{}
 		return backend.Transient(ctx.Err())
 	}
+	wasDown := !l.down.IsZero()
 	l.record(err)
+	if wasDown && l.down.IsZero() && l.onBack != nil {
+		go l.onBack()
+	}
 	return l.err()
+}
+
+// caughtUp ends the catch-up after an outage at once: the cache has listed
+// everything again since the target answered.
+func (l *liveness) caughtUp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.down.IsZero() {
+		l.back = time.Time{}
+	}
 }
 
 // failed records that a list or watch of the cache failed: the cache may

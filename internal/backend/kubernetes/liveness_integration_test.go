@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
 
@@ -39,6 +40,8 @@ func TestIntegrationUnreachableTarget(t *testing.T) {
 	ctx := t.Context()
 	ns := env.Namespace(t, "unreachable")
 	d := desired(inNamespace(ns))
+	got := make(chan backend.Ownership, 100)
+	b.Watch(func(o backend.Ownership) { got <- o })
 	step(t, "Create", b.Create(ctx, d))
 	markAvailable(ctx, t, env.Client, ns, 2)
 	eventually(t, "Observe reads a Ready instance from the cache", func() bool {
@@ -65,6 +68,7 @@ func TestIntegrationUnreachableTarget(t *testing.T) {
 		t.Errorf("Observe during the cut: %q does not say the target is unreachable", gotErr)
 	}
 
+	drain(got)
 	r.up(t)
 	restored := time.Now()
 	eventually(t, "Observe reports the Ready instance again", func() bool {
@@ -72,6 +76,24 @@ func TestIntegrationUnreachableTarget(t *testing.T) {
 		return err == nil && o.Ready
 	})
 	t.Logf("Observe reported Ready %s after the relay was restored", time.Since(restored))
+	// The informers are replaced at once: without that, the cache is read
+	// again only catchUp (a minute) after the outage, and every Observe
+	// until then reads from the API server.
+	eventually(t, "Observe reads from the cache again", func() bool {
+		_, err := b.Observe(ctx, d)
+		return err == nil && b.watch.reader(objectKey{kind: reflect.TypeOf(&appsv1.Deployment{})}) != b.watch.direct
+	})
+	t.Logf("the cache was read again %s after the relay was restored", time.Since(restored))
+	// Every proxy of the target is observed again once the cache listed:
+	// a change during the outage arrives in a list, not as an event.
+	select {
+	case o := <-got:
+		if diff := cmp.Diff(d.Ownership, o); diff != "" {
+			t.Errorf("reported after the outage: -want, +got:\n%s", diff)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the proxy was not reported within 10 s of the cache listing again")
+	}
 }
 
 // cutRelay forwards TCP connections from a loopback port to an address;

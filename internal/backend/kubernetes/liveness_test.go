@@ -126,6 +126,52 @@ func TestLiveness(t *testing.T) {
 	}
 }
 
+// TestLivenessBack: the end of an outage is told to onBack once, and the
+// catch-up ends when the cache says it has listed again, not before.
+func TestLivenessBack(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	var answer error
+	l := newLiveness(func(context.Context) error { return answer })
+	l.now = func() time.Time { return now }
+	backs := make(chan struct{}, 10)
+	l.onBack = func() { backs <- struct{}{} }
+	ctx := context.Background()
+
+	_ = l.check(ctx)
+	answer = errors.New("connection refused")
+	now = now.Add(liveInterval)
+	_ = l.check(ctx)
+	l.caughtUp()
+	if l.fresh() {
+		t.Error("caughtUp() during an outage: fresh() = true, want false")
+	}
+	answer = nil
+	now = now.Add(liveInterval)
+	if err := l.check(ctx); err != nil {
+		t.Fatalf("check() once the target answers: %v", err)
+	}
+	select {
+	case <-backs:
+	case <-time.After(5 * time.Second):
+		t.Fatal("onBack was not called when the target answered again")
+	}
+	if l.fresh() {
+		t.Error("right after the outage: fresh() = true, want false until the cache caught up")
+	}
+	l.caughtUp()
+	if !l.fresh() {
+		t.Error("after caughtUp(): fresh() = false, want true")
+	}
+	now = now.Add(liveInterval)
+	_ = l.check(ctx)
+	select {
+	case <-backs:
+		t.Error("onBack was called again without a new outage")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 func TestReadyz(t *testing.T) {
 	cases := map[string]struct {
 		reason string

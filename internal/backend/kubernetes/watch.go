@@ -25,10 +25,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/squid"
@@ -125,6 +127,7 @@ func newWatchCache(cfg *rest.Config, s *runtime.Scheme, direct kube) *watchCache
 		return w
 	}
 	w.live = newLiveness(probe)
+	w.live.onBack = w.restart
 	return w
 }
 
@@ -183,6 +186,88 @@ func (w *watchCache) start() bool {
 		_ = c.Start(ctx)
 	}()
 	return true
+}
+
+// restartTimeout bounds how long restart waits for the new informers.
+const restartTimeout = time.Minute
+
+// restart replaces the informers once the target answers again after an
+// outage. A reflector whose connections were refused backs off for up to a
+// minute before it lists again, and nothing tells when it did, so the
+// cache was not read for catchUp after an outage: every Observe read from
+// the API server (7 GETs per proxy at N=200 after a minute's outage). New
+// informers list at once. Once they have, every proxy the old cache knew
+// is reported: a change during the outage shows in the lists, not as an
+// event, and a proxy whose Observe failed during the outage would
+// otherwise wait out its backoff.
+func (w *watchCache) restart() {
+	w.mu.Lock()
+	if w.closed || w.cache == nil {
+		w.mu.Unlock()
+		return
+	}
+	old, cancel := w.cache, w.cancel
+	w.started, w.cache, w.cancel, w.done = false, nil, nil, nil
+	w.informers = map[reflect.Type]cache.Informer{}
+	w.mu.Unlock()
+
+	ctx, stop := context.WithTimeout(context.Background(), restartTimeout)
+	defer stop()
+	owners := w.owners(ctx, old)
+	cancel()
+	if !w.start() {
+		return
+	}
+	w.mu.Lock()
+	c, fn := w.cache, w.notify
+	w.mu.Unlock()
+	if c == nil || !c.WaitForCacheSync(ctx) {
+		// Still not listed: the catch-up decides when the cache is read.
+		return
+	}
+	w.live.caughtUp()
+	if fn == nil {
+		return
+	}
+	for _, o := range owners {
+		fn(o)
+	}
+}
+
+// owners returns the owners of the owned objects in c, each once.
+func (w *watchCache) owners(ctx context.Context, c cache.Cache) []backend.Ownership {
+	seen := map[types.UID]bool{}
+	var out []backend.Ownership
+	for _, k := range watched {
+		if !k.owned {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(k.obj, w.scheme)
+		if err != nil {
+			continue
+		}
+		o, err := w.scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			continue
+		}
+		l, ok := o.(client.ObjectList)
+		if !ok || c.List(ctx, l, client.UnsafeDisableDeepCopy) != nil {
+			continue
+		}
+		_ = meta.EachListItem(l, func(obj runtime.Object) error {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return nil
+			}
+			own, ok := backend.OwnershipFromLabels(backend.KubernetesLabelKeys, m.GetLabels())
+			if ok && !seen[own.Owner.UID] {
+				seen[own.Owner.UID] = true
+				out = append(out, own)
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // Close stops the informers and waits for them to stop. Reads go to the
