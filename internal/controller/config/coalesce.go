@@ -17,13 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// usageSettle is how long a change of a usage waits before its config is
-// counted. crossplane-runtime's config reconciler writes the count on every
-// reconcile, and every new managed resource makes a usage: 1000 new proxies
-// were ~700 status writes of one ClusterProviderConfig. Waiting folds the
-// changes of a burst into one count every usageSettle; the count shows at
-// most that much later. Deletion of the config itself is not delayed, and
-// the reconcile that guards it lists the usages as they are.
+// usageSettle is how long a new, deleted or moved managed resource waits
+// before its config is counted. Counted at once, 1000 new proxies were ~700
+// status writes of one ClusterProviderConfig. Waiting folds the changes of
+// a burst into one count every usageSettle; the count shows at most that
+// much later. Deletion of the config itself is not delayed, and the
+// reconcile that guards it counts the resources as they are.
 const usageSettle = 2 * time.Second
 
 // settled enqueues what handler h enqueues, after delay: a request already

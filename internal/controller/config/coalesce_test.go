@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -38,12 +36,9 @@ func (q *queued) AddAfter(r reconcile.Request, d time.Duration) {
 	q.after[r] = d
 }
 
-func TestSettledUsageEvents(t *testing.T) {
-	usage := func(ns, kind, name string) *kubernetesv1alpha1.ProviderConfigUsage {
-		return &kubernetesv1alpha1.ProviderConfigUsage{
-			ObjectMeta:               metav1.ObjectMeta{Namespace: ns, Name: "u"},
-			TypedProviderConfigUsage: xpv2.TypedProviderConfigUsage{ProviderConfigReference: xpv2.ProviderConfigReference{Kind: kind, Name: name}},
-		}
+func TestSettledUserEvents(t *testing.T) {
+	usage := func(ns, kind, name string) *kubernetesv1alpha1.KubernetesProxy {
+		return proxyUsing(ns, "web", kind, name)
 	}
 	req := func(ns, name string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
@@ -55,7 +50,7 @@ func TestSettledUsageEvents(t *testing.T) {
 		want   map[reconcile.Request]time.Duration
 	}{
 		"BurstOfCreates": {
-			reason: "A usage per new proxy: the config is counted once, after the settle time, not once per usage.",
+			reason: "A burst of new proxies: the config is counted once, after the settle time, not once per proxy.",
 			kind:   "ClusterProviderConfig",
 			fire: func(h settled, q *queued) {
 				for range 3 {
@@ -65,7 +60,7 @@ func TestSettledUsageEvents(t *testing.T) {
 			want: map[reconcile.Request]time.Duration{req("", "default"): usageSettle},
 		},
 		"NamespacedConfigDelete": {
-			reason: "A deleted usage of a namespaced config counts that namespace's config, later.",
+			reason: "A deleted user of a namespaced config counts that namespace's config, later.",
 			kind:   "ProviderConfig",
 			fire: func(h settled, q *queued) {
 				h.Delete(context.Background(), event.DeleteEvent{Object: usage("team-a", "ProviderConfig", "mine")}, q)
@@ -73,17 +68,25 @@ func TestSettledUsageEvents(t *testing.T) {
 			want: map[reconcile.Request]time.Duration{req("team-a", "mine"): usageSettle},
 		},
 		"OtherKind": {
-			reason: "The wrapped handler still picks the configs of its own kind only.",
+			reason: "The handler picks the configs of its own kind only.",
 			kind:   "ProviderConfig",
 			fire: func(h settled, q *queued) {
 				h.Update(context.Background(), event.UpdateEvent{ObjectOld: usage("team-a", "ClusterProviderConfig", "default"), ObjectNew: usage("team-a", "ClusterProviderConfig", "default")}, q)
 			},
 		},
+		"ChangedReference": {
+			reason: "A proxy moved to another config is counted on both.",
+			kind:   "ProviderConfig",
+			fire: func(h settled, q *queued) {
+				h.Update(context.Background(), event.UpdateEvent{ObjectOld: usage("team-a", "ProviderConfig", "old"), ObjectNew: usage("team-a", "ProviderConfig", "new")}, q)
+			},
+			want: map[reconcile.Request]time.Duration{req("team-a", "old"): usageSettle, req("team-a", "new"): usageSettle},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			q := &queued{}
-			tc.fire(settled{h: &resource.EnqueueRequestForProviderConfig{Kind: tc.kind}, delay: usageSettle}, q)
+			tc.fire(settled{h: toConfig(schema.GroupVersionKind{Kind: tc.kind}), delay: usageSettle}, q)
 			if len(q.now) != 0 {
 				t.Errorf("%s\nenqueued at once: %v", tc.reason, q.now)
 			}

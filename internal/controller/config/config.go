@@ -11,6 +11,8 @@ SPDX-License-Identifier: Apache-2.0
 package config
 
 import (
+	"context"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -20,8 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
@@ -119,41 +125,65 @@ func NewConfigs(mgr ctrl.Manager, o controller.Options) (*Configs, error) {
 	return &Configs{mgr: mgr, o: o, inUse: c}, nil
 }
 
-// Add adds a usage-counting controller for each config kind of b, and b's
-// kinds to the InUse controller. Both config kinds of a group count the
-// same ProviderConfigUsage kind, as provider-kubernetes does: the usage
-// tracker writes only that kind.
+// Add adds a users-counting controller for each config kind of b, and b's
+// kinds to the InUse controller.
 func (c *Configs) Add(b registry.Backend) error {
 	g := group{Backend: b, scheme: c.mgr.GetScheme()}
+	mg, err := g.object(b.Managed)
+	if err != nil {
+		return err
+	}
+	// Indexed before anything counts the group's resources, which needs
+	// the index. The context only bounds waiting for an informer of a
+	// cache that already runs; setup has none of its own.
+	if err := c.mgr.GetFieldIndexer().IndexField(context.Background(), mg, indexConfigRef, configRefOf); err != nil {
+		return errors.Wrap(err, errIndex)
+	}
 	for _, cfg := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig()} {
-		if err := setupKind(c.mgr, c.o, g, cfg); err != nil {
+		if err := setupUsers(c.mgr, c.o, g, cfg); err != nil {
 			return err
 		}
 	}
 	return c.inUse.add(c.mgr, g)
 }
 
-func setupKind(mgr ctrl.Manager, o controller.Options, g group, config schema.GroupVersionKind) error {
+func setupUsers(mgr ctrl.Manager, o controller.Options, g group, config schema.GroupVersionKind) error {
 	obj, err := g.object(config)
 	if err != nil {
 		return err
 	}
-	usage, err := g.object(g.ProviderConfigUsage())
+	mg, err := g.object(g.Managed)
 	if err != nil {
 		return err
 	}
 	name := providerconfig.ControllerName(config.GroupKind().String())
-	r := providerconfig.NewReconciler(quietManager{Manager: mgr}, resource.ProviderConfigKinds{
-		Config:    config,
-		Usage:     g.ProviderConfigUsage(),
-		UsageList: registry.ListOf(g.ProviderConfigUsage()),
-	},
-		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))))
+	r := NewUsers(mgr.GetClient(), g, config, event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(phase.Options(o, mgr.GetLogger())).
-		For(obj).
-		Watches(usage, settled{h: &resource.EnqueueRequestForProviderConfig{Kind: config.Kind}, delay: usageSettle}).
+		For(obj, builder.WithPredicates(inUseChanged())).
+		Watches(mg, settled{h: toConfig(config), delay: usageSettle}, builder.WithPredicates(inUseChanged())).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// toConfig enqueues the config of kind a managed resource refers to: in the
+// resource's namespace for a ProviderConfig, cluster-wide for a
+// ClusterProviderConfig. An update enqueues the config of the old and of
+// the new resource, so a changed reference is counted on both.
+func toConfig(kind schema.GroupVersionKind) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		m, ok := o.(resource.TypedProviderConfigReferencer)
+		if !ok {
+			return nil
+		}
+		ref := m.GetProviderConfigReference()
+		if ref == nil || ref.Kind != kind.Kind {
+			return nil
+		}
+		nn := types.NamespacedName{Name: ref.Name}
+		if kind.Kind != registry.KindClusterProviderConfig {
+			nn.Namespace = o.GetNamespace()
+		}
+		return []reconcile.Request{{NamespacedName: nn}}
+	})
 }

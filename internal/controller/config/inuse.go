@@ -34,14 +34,16 @@ import (
 )
 
 // Finalizers that keep what a proxy needs to be deleted until it is
-// deleted. Crossplane's in-use finalizer on a config counts its
-// ProviderConfigUsages, but deleting a namespace deletes those at once with
-// everything else: the config, and then its credentials Secret, would go
-// before the proxies that need them to delete their instances, and those
-// proxies would wait forever.
+// deleted. Deleting a namespace deletes everything in it at once: without
+// them the config's credentials Secret would go before the proxies that
+// need it to delete their instances, and those proxies would wait forever.
+// The config itself is held by FinalizerInUse (Users).
 const (
-	// FinalizerConfigInUse stays on a namespaced ProviderConfig while a
-	// managed resource of its namespace refers to it.
+	// FinalizerConfigInUse held a namespaced ProviderConfig while a
+	// managed resource of its namespace referred to it, while
+	// FinalizerInUse counted ProviderConfigUsages, which a namespace being
+	// deleted loses at once. FinalizerInUse counts the resources now; InUse
+	// removes this one from the configs of earlier versions.
 	FinalizerConfigInUse = "egressproxy.io/in-use-by-managed-resource"
 	// FinalizerSecretInUse stays on a Secret while a namespaced
 	// ProviderConfig of its namespace refers to it. Secrets of other
@@ -60,8 +62,8 @@ const (
 	errFmtFinalize  = "cannot update the finalizers of %s %s/%s"
 )
 
-// InUse keeps FinalizerConfigInUse and FinalizerSecretInUse right in one
-// namespace per reconcile: the request names the namespace.
+// InUse keeps FinalizerSecretInUse right, and removes FinalizerConfigInUse,
+// in one namespace per reconcile: the request names the namespace.
 type InUse struct {
 	client client.Client
 
@@ -111,8 +113,8 @@ func heldOf(o client.Object) []string {
 	return nil
 }
 
-// Reconcile sets or removes the finalizers of the configs and Secrets of
-// the namespace req.Name.
+// Reconcile sets or removes the finalizers of the Secrets, and removes
+// FinalizerConfigInUse from the configs, of the namespace req.Name.
 func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := req.Name
 	secrets := map[string]bool{}
@@ -124,7 +126,6 @@ func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		if err := r.client.List(ctx, pcs, client.InNamespace(ns)); err != nil {
 			return reconcile.Result{}, errors.Wrap(err, errListConfigs)
 		}
-		kind := g.ProviderConfig().Kind
 		err = apimeta.EachListItem(pcs, func(o runtime.Object) error {
 			pc, ok := o.(client.Object)
 			if !ok {
@@ -135,11 +136,7 @@ func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 			if name := secretName(pc); name != "" {
 				secrets[name] = true
 			}
-			used, err := r.used(ctx, g, ns, kind+"/"+pc.GetName())
-			if err != nil {
-				return err
-			}
-			return r.finalize(ctx, pc, FinalizerConfigInUse, used)
+			return r.finalize(ctx, pc, FinalizerConfigInUse, false)
 		})
 		if err != nil {
 			return reconcile.Result{}, err
@@ -173,19 +170,6 @@ func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// used tells whether a managed resource of g in namespace ns refers to the
-// config ref (<kind>/<name>). One is enough, so the cache stops at one.
-func (r *InUse) used(ctx context.Context, g group, ns, ref string) (bool, error) {
-	mrs, err := g.managedList()
-	if err != nil {
-		return false, err
-	}
-	if err := r.client.List(ctx, mrs, client.InNamespace(ns), client.MatchingFields{indexConfigRef: ref}, client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
-		return false, errors.Wrap(err, errListManaged)
-	}
-	return len(mrs.GetItems()) > 0, nil
 }
 
 // finalize adds or removes finalizer f of o. The patch carries o's
@@ -226,8 +210,7 @@ type inUseController struct {
 }
 
 // setupInUse adds the InUse controller, which watches the Secrets, and the
-// managed resources and namespaced ProviderConfigs of each backend added,
-// of every namespace.
+// namespaced ProviderConfigs of each backend added, of every namespace.
 func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error) {
 	// The context only bounds waiting for an informer of a cache that
 	// already runs; setup has none of its own.
@@ -247,31 +230,17 @@ func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error
 	return &inUseController{r: r, c: c, opts: o}, nil
 }
 
-// add watches the kinds of g and counts them from the next reconcile on. A
-// watch added after the manager started starts at once.
+// add watches the ProviderConfigs of g and keeps their Secrets from the
+// next reconcile on. A watch added after the manager started starts at once.
 func (c *inUseController) add(mgr ctrl.Manager, g group) error {
 	pc, err := g.object(g.ProviderConfig())
 	if err != nil {
 		return err
 	}
-	mg, err := g.object(g.Managed)
-	if err != nil {
-		return err
-	}
-	// Indexed before the group is counted: a reconcile of a group must
-	// find its index.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), mg, indexConfigRef, configRefOf); err != nil {
-		return errors.Wrap(err, errIndex)
-	}
 	c.r.mu.Lock()
 	c.r.groups = append(c.r.groups, g)
 	c.r.mu.Unlock()
-	for _, o := range []client.Object{pc, mg} {
-		if err := c.c.Watch(source.Kind(mgr.GetCache(), o, toNamespace(), inUseChanged())); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.c.Watch(source.Kind(mgr.GetCache(), pc, toNamespace(), inUseChanged()))
 }
 
 // toNamespace enqueues the namespace of a namespaced object.

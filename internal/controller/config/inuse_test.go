@@ -51,7 +51,7 @@ func TestInUse(t *testing.T) {
 		}
 	}
 	objs := []client.Object{
-		kpc("used", "kubeconfig"),
+		kpc("used", "kubeconfig", FinalizerConfigInUse, FinalizerInUse),
 		kpc("unused", "other-kubeconfig", FinalizerConfigInUse),
 		&kvmv1alpha1.ProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "kvm"},
@@ -108,8 +108,8 @@ func TestInUse(t *testing.T) {
 		obj    client.Object
 		want   []string
 	}{
-		"UsedConfig":         {reason: "A config a managed resource refers to is held.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "used"}}, want: []string{FinalizerConfigInUse}},
-		"UnusedConfig":       {reason: "A config nothing of its namespace refers to any more is released.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "unused"}}},
+		"UsedConfig":         {reason: "The finalizer earlier versions held a config with goes; FinalizerInUse, which Users keeps, stays.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "used"}}, want: []string{FinalizerInUse}},
+		"UnusedConfig":       {reason: "The finalizer of earlier versions goes from an unused config too.", obj: &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "unused"}}},
 		"UsedSecret":         {reason: "The Secret of a namespaced config is held, whatever namespace the reference names.", obj: secret("team", "kubeconfig"), want: []string{FinalizerSecretInUse}},
 		"UnusedConfigSecret": {reason: "The Secret of a config is held even while no resource uses the config.", obj: secret("team", "other-kubeconfig"), want: []string{FinalizerSecretInUse}},
 		"OtherGroupSecret":   {reason: "Every group's configs count.", obj: secret("team", "ssh"), want: []string{FinalizerSecretInUse}},

@@ -10,7 +10,6 @@ import (
 	"context"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,7 +32,6 @@ const (
 	errFmtGetSecret         = "cannot get Secret %s/%s"
 	errFmtSecretKey         = "Secret %s/%s has no key %q"
 	errSecretNamespace      = "secretRef.namespace is required in a ClusterProviderConfig"
-	errTrackUsage           = "cannot track provider config usage"
 )
 
 // Config is a resolved provider config.
@@ -47,21 +45,14 @@ type Config struct {
 	SecretNamespace string
 }
 
-// ResolveConfig tracks that mg uses its provider config, then reads the
-// ProviderConfig (into pc) or ClusterProviderConfig (into cpc) it refers to.
-func ResolveConfig(ctx context.Context, c client.Client, t *resource.ProviderConfigUsageTracker, mg resource.ModernManaged, pc, cpc client.Object) (Config, error) {
+// ResolveConfig reads the ProviderConfig (into pc) or ClusterProviderConfig
+// (into cpc) mg refers to. It writes no ProviderConfigUsage: the config
+// controllers count the managed resources that refer to a config from the
+// cache (see package config), which saves a write per new resource.
+func ResolveConfig(ctx context.Context, c client.Client, mg resource.ModernManaged, pc, cpc client.Object) (Config, error) {
 	ref := mg.GetProviderConfigReference()
 	if ref == nil {
 		return Config{}, backend.Permanent(errors.New(errNoConfigRef))
-	}
-	// Usage is tracked so the config cannot be deleted while mg uses it. A
-	// resource being deleted adds no new usage, and must not try: in a
-	// namespace being deleted the usage is already gone and cannot be made
-	// again, which would block the deletion for good.
-	if !meta.WasDeleted(mg) {
-		if err := t.Track(ctx, mg); err != nil {
-			return Config{}, errors.Wrap(err, errTrackUsage)
-		}
 	}
 	switch ref.Kind {
 	case KindProviderConfig:

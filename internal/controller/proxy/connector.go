@@ -25,11 +25,10 @@ const errFmtNoBackend = "the %s backend is not available in this build of the pr
 type BackendFactory[P, O any] func(ctx context.Context, kube client.Client, cfg Config) (backend.Backend[P, O], error)
 
 // Connector connects managed resources of one kind to their backend: it
-// tracks provider config usage, resolves the config and hands the backend to
-// an External. It holds no CRUD logic, as in provider-kubernetes.
+// resolves the provider config and hands the backend to an External. It
+// holds no CRUD logic, as in provider-kubernetes.
 type Connector[M resource.ModernManaged, P, O any] struct {
 	kube        client.Client
-	usage       *resource.ProviderConfigUsageTracker
 	kind        Kind[M, P, O]
 	backendName string
 	newConfigs  func() (pc, cpc client.Object)
@@ -42,8 +41,6 @@ type Connector[M resource.ModernManaged, P, O any] struct {
 type ConnectorConfig[M resource.ModernManaged, P, O any] struct {
 	// Kube is the client of the control plane.
 	Kube client.Client
-	// Usage is the ProviderConfigUsage kind of the group.
-	Usage resource.TypedProviderConfigUsage
 	// Kind adapts the managed resource kind.
 	Kind Kind[M, P, O]
 	// Backend names the backend in messages and metrics.
@@ -59,7 +56,6 @@ type ConnectorConfig[M resource.ModernManaged, P, O any] struct {
 func NewConnector[M resource.ModernManaged, P, O any](c ConnectorConfig[M, P, O], o Options) *Connector[M, P, O] {
 	return &Connector[M, P, O]{
 		kube:        c.Kube,
-		usage:       resource.NewProviderConfigUsageTracker(c.Kube, c.Usage),
 		kind:        c.Kind,
 		backendName: c.Backend,
 		newConfigs:  c.NewConfigs,
@@ -76,7 +72,7 @@ func (c *Connector[M, P, O]) Changes() *Changes { return c.changes }
 // Connect returns an external client for mg.
 func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedExternalClient[M], error) {
 	pc, cpc := c.newConfigs()
-	cfg, err := ResolveConfig(ctx, c.kube, c.usage, mg, pc, cpc)
+	cfg, err := ResolveConfig(ctx, c.kube, mg, pc, cpc)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,12 +191,17 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 		t.Errorf("the generated credentials Secret must be owned by the resource: %+v", gen.OwnerReferences)
 	}
 
-	// Usage is tracked, and counted on the config.
+	// The config counts its user, and is held by it, with no
+	// ProviderConfigUsage written.
 	kube.Eventually(t, "the ProviderConfig to count one user", func() (bool, string) {
 		pc := &v1alpha1.ProviderConfig{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "target"}, pc)
-		return err == nil && pc.Status.Users == 1, fmt.Sprint(pc.Status.Users, err)
+		return err == nil && pc.Status.Users == 1 && slices.Contains(pc.GetFinalizers(), config.FinalizerInUse), fmt.Sprint(pc.Status.Users, pc.GetFinalizers(), err)
 	})
+	usages := &v1alpha1.ProviderConfigUsageList{}
+	if err := e.Client.List(ctx, usages, client.InNamespace(ns)); err != nil || len(usages.Items) != 0 {
+		t.Errorf("no ProviderConfigUsage must be written: %d, %v", len(usages.Items), err)
+	}
 
 	// A spec change reaches the backend through Update.
 	got.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}

@@ -95,10 +95,6 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 	if err != nil {
 		return err
 	}
-	usage, err := newAs[resource.TypedProviderConfigUsage](s, b.ProviderConfigUsage())
-	if err != nil {
-		return err
-	}
 	// Fail at start-up, not at the first reconcile, when a kind is missing.
 	for _, gvk := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig(), registry.ListOf(b.ProviderConfig()), registry.ListOf(b.ClusterProviderConfig()), registry.ListOf(b.Managed)} {
 		if !s.Recognizes(gvk) {
@@ -107,7 +103,6 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 	}
 	conn := NewConnector(ConnectorConfig[M, P, O]{
 		Kube:    mgr.GetClient(),
-		Usage:   usage,
 		Kind:    c.Kind,
 		Backend: b.Name,
 		NewConfigs: func() (client.Object, client.Object) {

@@ -355,7 +355,7 @@ func TestObserveOnlyIsSideEffectFree(t *testing.T) {
 
 // TestNamespaceDeletion deletes a team namespace and, all at once, what the
 // namespace controller would delete in it: the proxy, its provider config,
-// the config's usage, the config's kubeconfig Secret and the generated
+// the config's kubeconfig Secret and the generated
 // credentials Secret. In a terminating namespace nothing can be created. The
 // proxy must still delete its instance with working backend credentials,
 // and then everything must go. (envtest runs no namespace controller or
@@ -373,21 +373,14 @@ func TestNamespaceDeletion(t *testing.T) {
 		_ = e.Client.Get(t.Context(), client.ObjectKeyFromObject(pc), pc)
 		_ = e.Client.Get(t.Context(), client.ObjectKeyFromObject(kc), kc)
 		return err == nil && c.Status == corev1.ConditionTrue &&
-				slices.Contains(pc.GetFinalizers(), config.FinalizerConfigInUse) && slices.Contains(kc.GetFinalizers(), config.FinalizerSecretInUse),
+				slices.Contains(pc.GetFinalizers(), config.FinalizerInUse) && slices.Contains(kc.GetFinalizers(), config.FinalizerSecretInUse),
 			fmt.Sprint(c, err, pc.GetFinalizers(), kc.GetFinalizers())
 	})
 
-	usages := &v1alpha1.ProviderConfigUsageList{}
-	if err := e.Client.List(t.Context(), usages, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
 	doomed := []client.Object{
 		mg, pc, kc,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: proxy.GeneratedSecretName(mg, v1alpha1.KubernetesProxyKind)}},
-	}
-	for i := range usages.Items {
-		doomed = append(doomed, &usages.Items[i])
 	}
 	for _, o := range doomed {
 		if err := e.Client.Delete(t.Context(), o); client.IgnoreNotFound(err) != nil {
@@ -396,9 +389,6 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 	for _, o := range doomed[:3] {
 		kube.Eventually(t, fmt.Sprintf("%T %s to be gone", o, o.GetName()), func() (bool, string) {
-			// The garbage collector deletes the usages of a deleted
-			// resource; a reconcile in flight may have made one again.
-			_ = e.Client.DeleteAllOf(t.Context(), &v1alpha1.ProviderConfigUsage{}, client.InNamespace(ns))
 			return gone(e.Client, o)
 		})
 	}

@@ -164,14 +164,16 @@ func TestWritesPerNewProxy(t *testing.T) {
 	// the external name (was: also one each for the external name and the
 	// finalizer, and one for create-succeeded); the generated credentials
 	// and the connection Secret, created once with its details (was:
-	// created empty, then patched); no Normal event.
+	// created empty, then patched); no Normal event; no
+	// ProviderConfigUsage (was: one each, the config controllers count the
+	// resources themselves now).
 	want := map[string]int{
 		"PUT kubernetesproxies":     n,
 		"POST secrets":              2 * n,
 		"PATCH secrets":             0,
 		"PUT secrets":               0,
 		"POST events":               0,
-		"POST providerconfigusages": n,
+		"POST providerconfigusages": 0,
 	}
 	for k, v := range want {
 		if got[k] != v {
