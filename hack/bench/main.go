@@ -74,7 +74,7 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 100, "the provider's --max-reconcile-rate, and the baseline's concurrency and client QPS (5x, as the provider's)")
 	flag.DurationVar(&o.timeout, "timeout", 0, "how long one backend may take to converge; 0 means 5m + 1s per MR")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state folder and logs")
-	flag.StringVar(&o.profile, "profile", "", "folder to write the provider's CPU profiles to (<backend>-converge.pprof, <backend>-steady.pprof); empty: none")
+	flag.StringVar(&o.profile, "profile", "", "folder to write profiles to: the provider's (<backend>-converge.pprof, <backend>-steady.pprof, <backend>-heap.pprof) and the API server's while converging (<backend>-apiserver-converge.pprof); empty: none")
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	var providerFlags string

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,6 +130,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	logf("%s: provider started (pid %d); waiting for %d Synced and Ready", r.backend, p.pid(), r.o.n)
 	// While converging: the first 30 s, where a cold start spends most.
 	convProfile := r.profile(ctx, p, "converge", 30*time.Second)
+	apiProfile := r.apiProfile(ctx, e, "converge", 30*time.Second)
 	if err := r.waitConverged(ctx, e, b.gvk(), p, api0, res); err != nil {
 		res.note = err.Error()
 		return res, err
@@ -141,6 +143,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	res.apiConverge = markAPIServer().since(api0)
 	logf("%s: all Ready after %s", r.backend, res.ready.Round(100*time.Millisecond))
 	<-convProfile
+	<-apiProfile
 	// Writes the converging queued may still be on their way (the event
 	// recorder sends its events one at a time): they are the converging's,
 	// and the steady window starts once they are done.
@@ -190,6 +193,39 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 // closed when it is written (or failed: a profile is not worth failing the
 // run for).
 func (r *runner) profile(ctx context.Context, p *process, phase string, d time.Duration) <-chan struct{} {
+	return r.saveProfile(r.backend+"-"+phase, func() (io.ReadCloser, error) {
+		url := fmt.Sprintf("%s?seconds=%d", p.pprofURL, int(d.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	})
+}
+
+// apiProfile writes a CPU profile of the control plane's kube-apiserver
+// over d to <-profile>/<backend>-apiserver-<phase>.pprof, when -profile is
+// set: what the provider's requests and watches cost the API server.
+func (r *runner) apiProfile(ctx context.Context, e *env, phase string, d time.Duration) <-chan struct{} {
+	return r.saveProfile(r.backend+"-apiserver-"+phase, func() (io.ReadCloser, error) {
+		cfg := rest.CopyConfig(e.cfg)
+		cfg.Timeout = d + time.Minute
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", fmt.Sprint(int(d.Seconds()))).Stream(ctx)
+	})
+}
+
+// saveProfile writes what fetch returns to <-profile>/<name>.pprof, when
+// -profile is set, in the background.
+func (r *runner) saveProfile(name string, fetch func() (io.ReadCloser, error)) <-chan struct{} {
 	done := make(chan struct{})
 	if r.o.profile == "" {
 		close(done)
@@ -197,26 +233,21 @@ func (r *runner) profile(ctx context.Context, p *process, phase string, d time.D
 	}
 	go func() {
 		defer close(done)
-		path := filepath.Join(r.o.profile, r.backend+"-"+phase+".pprof")
-		url := fmt.Sprintf("%s?seconds=%d", p.pprofURL, int(d.Seconds()))
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		path := filepath.Join(r.o.profile, name+".pprof")
+		body, err := fetch()
 		if err != nil {
+			logf("no profile %s: %v", name, err)
 			return
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			logf("%s: no %s profile: %v", r.backend, phase, err)
-			return
-		}
-		defer resp.Body.Close()   //nolint:errcheck // Read only.
+		defer body.Close()        //nolint:errcheck // Read only.
 		f, err := os.Create(path) //nolint:gosec // A path the user named.
 		if err != nil {
-			logf("%s: no %s profile: %v", r.backend, phase, err)
+			logf("no profile %s: %v", name, err)
 			return
 		}
 		defer f.Close() //nolint:errcheck // Best effort.
-		if _, err := io.Copy(f, resp.Body); err == nil {
-			logf("%s: %s profile: %s", r.backend, phase, path)
+		if _, err := io.Copy(f, body); err == nil {
+			logf("profile: %s", path)
 		}
 	}()
 	return done
