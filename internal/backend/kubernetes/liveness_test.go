@@ -33,6 +33,7 @@ func TestLiveness(t *testing.T) {
 	type step struct {
 		at     time.Duration
 		watch  error
+		wrote  bool // the backend's request was answered before the check
 		probe  error
 		cancel bool // the caller gave up before the probe answered
 		// want: the error of the check, how many probes were made so far,
@@ -82,6 +83,23 @@ func TestLiveness(t *testing.T) {
 				{at: 10*time.Second + catchUp, probes: 3, fresh: true},
 			},
 		},
+		"Answered": {
+			reason: "A request the target answered vouches for it as a check would: no check while the backend writes.",
+			steps: []step{
+				{at: 0, probes: 1, fresh: true},
+				{at: 8 * time.Second, wrote: true, probes: 1, fresh: true},
+				{at: 16 * time.Second, wrote: true, probes: 1, fresh: true},
+				{at: 26 * time.Second, probes: 2, fresh: true},
+			},
+		},
+		"AnsweredDuringOutage": {
+			reason: "During an outage an answered request ends nothing: the next check does, and the catch-up starts.",
+			steps: []step{
+				{at: 0, probe: refused, err: unreachable(0, refused), probes: 1},
+				{at: 10 * time.Second, wrote: true, probe: refused, err: unreachable(0, refused), probes: 2},
+				{at: 20 * time.Second, probes: 3},
+			},
+		},
 		"CallerGaveUp": {
 			reason: "A check whose caller gave up says nothing of the target: the next call checks again.",
 			steps: []step{
@@ -105,6 +123,9 @@ func TestLiveness(t *testing.T) {
 				answer = s.probe
 				if s.watch != nil {
 					l.failed(s.watch)
+				}
+				if s.wrote {
+					l.answered()
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				if s.cancel {

@@ -306,6 +306,17 @@ func (w *watchCache) watchError(ctx context.Context, r *toolscache.Reflector, er
 	}
 }
 
+// answered tells the liveness check that the target answered a write
+// with err: a success, or a refusal from the API server itself (a 4xx).
+func (w *watchCache) answered(err error) {
+	if w.live == nil {
+		return
+	}
+	if serverAnswered(err) {
+		w.live.answered()
+	}
+}
+
 // vouch returns a Transient error while the target's API server does not
 // answer and the cache serves reads: its last state is then no news of
 // the instance. It asks the API server at most once per liveInterval.
@@ -533,9 +544,19 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 			w.changed(m)
 		}
 	}
+	// An event with news (not a resync, whose versions are equal) came
+	// from a list or watch of the API server, which vouches for it as a
+	// check would. While proxies come up, Deployments and pods change many
+	// times a check interval.
+	answered := func() {
+		if w.live != nil {
+			w.live.answered()
+		}
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) {
 			if m := object(o); m != nil {
+				answered()
 				w.seen(kind, m, false)
 				// Reported: a part Update made again (one a crash or a
 				// user deleted) must be observed, and the reconciler does
@@ -555,12 +576,16 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 			}
 			w.seen(kind, m, false)
 			// Equal versions are a resync, not a change.
-			if old == nil || old.GetResourceVersion() != m.GetResourceVersion() && !observedSame(oldObj, newObj) {
-				report(m)
+			if old == nil || old.GetResourceVersion() != m.GetResourceVersion() {
+				answered()
+				if !observedSame(oldObj, newObj) {
+					report(m)
+				}
 			}
 		},
 		DeleteFunc: func(o any) {
 			if m := object(o); m != nil {
+				answered()
 				w.seen(kind, m, true)
 				report(m)
 			}
@@ -606,6 +631,7 @@ func (r recording) Create(ctx context.Context, obj client.Object, opts ...client
 		r.w.creating(obj)
 	}
 	err := r.kube.Create(ctx, obj, opts...)
+	r.w.answered(err)
 	if r.create {
 		r.w.created(obj, err)
 	}
@@ -617,6 +643,7 @@ func (r recording) Create(ctx context.Context, obj client.Object, opts ...client
 
 func (r recording) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	err := r.kube.Update(ctx, obj, opts...)
+	r.w.answered(err)
 	if err == nil {
 		r.w.wrote(obj, false)
 	}
@@ -625,6 +652,7 @@ func (r recording) Update(ctx context.Context, obj client.Object, opts ...client
 
 func (r recording) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	err := r.kube.Delete(ctx, obj, opts...)
+	r.w.answered(err)
 	if err == nil {
 		r.w.wrote(obj, true)
 	}

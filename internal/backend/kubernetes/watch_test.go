@@ -455,3 +455,42 @@ func TestDeploymentUpdatesReported(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchEventsVouch: an event with news from the API server vouches for
+// the target as a liveness check would; a resync does not.
+func TestWatchEventsVouch(t *testing.T) {
+	cm := func(rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testName, ResourceVersion: rv}}
+	}
+	cases := map[string]struct {
+		reason string
+		event  func(h toolscache.ResourceEventHandler)
+		probes int
+	}{
+		"Update":  {reason: "A watched update answers for the target: no check is sent.", event: func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("2")) }, probes: 1},
+		"Add":     {reason: "A watched creation too.", event: func(h toolscache.ResourceEventHandler) { h.OnAdd(cm("2"), false) }, probes: 1},
+		"Delete":  {reason: "A watched deletion too.", event: func(h toolscache.ResourceEventHandler) { h.OnDelete(cm("2")) }, probes: 1},
+		"Resync":  {reason: "A resync comes from the informer, not the API server: the check is sent.", event: func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("1")) }, probes: 2},
+		"NoEvent": {reason: "Without events the check is sent once an interval.", probes: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			now := t0
+			probes := 0
+			w := newWatchCache(&rest.Config{}, nil, nil)
+			w.live = newLiveness(func(context.Context) error { probes++; return nil })
+			w.live.now = func() time.Time { return now }
+			_ = w.live.check(t.Context())
+			now = t0.Add(liveInterval - time.Second)
+			if tc.event != nil {
+				tc.event(w.handler(reflect.TypeOf(&corev1.ConfigMap{}), false))
+			}
+			now = t0.Add(liveInterval + time.Second)
+			_ = w.live.check(t.Context())
+			if probes != tc.probes {
+				t.Errorf("%s\nprobes: got %d, want %d", tc.reason, probes, tc.probes)
+			}
+		})
+	}
+}
