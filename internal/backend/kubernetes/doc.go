@@ -25,8 +25,9 @@ SPDX-License-Identifier: Apache-2.0
 // (watch.go): informers, one per kind, on the objects labelled
 // egressproxy.io/managed-by=provider-egressproxy (and on every node), so a
 // steady-state poll reads nothing from the API server but a liveness check
-// of it (liveness.go, one GET /readyz per 10 s per target, so that the last
-// state of an unreachable target is not reported), and a change to an
+// of it (liveness.go, one GET /readyz per 10 s per target unless a write or
+// a watch event answered for it, so that the last state of an unreachable
+// target is not reported), and a change to an
 // instance's object is reported at once (backend.Watcher). They need, cluster
 // wide, list and watch on those kinds, pods and nodes; a kind whose list or
 // watch is refused is read from the API server instead, as before.
