@@ -108,7 +108,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	return nil
 }
 
-// Configs runs the InUse controller, and the usage-counting controllers of
+// Configs runs the InUse controller, and the users-counting controllers of
 // the backends added to it.
 type Configs struct {
 	mgr   ctrl.Manager
