@@ -25,6 +25,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -62,6 +63,7 @@ func main() {
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
 		memLimit         = app.Flag("memory-limit", "Soft limit of the provider's Go heap, such as 96Mi: near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 80% of the container's memory limit, if it has one; 0 turns it off; GOMEMLIMIT, when set, wins.").Default("auto").String()
+		namespace        = app.Flag("namespace", "The provider's own namespace, where it keeps the key of generated proxy passwords (the Secret "+credentialsKeySecret+"). Crossplane's package runtime sets POD_NAMESPACE.").Default("crossplane-system").Envar("POD_NAMESPACE").String()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
 	// Each backend declares its own flags.
@@ -95,6 +97,13 @@ func main() {
 	cancel()
 	kingpin.FatalIfError(err, "Cannot determine the provider instance")
 	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
+
+	core, err := corev1client.NewForConfig(cfg)
+	kingpin.FatalIfError(err, "Cannot create the API server client")
+	ctx, cancel = context.WithTimeout(context.Background(), *timeout)
+	key, err := credentialsKey(ctx, core, *namespace)
+	cancel()
+	kingpin.FatalIfError(err, "Cannot get the key of generated proxy passwords")
 
 	// The scheme is complete before the manager is made: its cache options
 	// name the CRD type, which the manager resolves at construction.
@@ -163,6 +172,7 @@ func main() {
 	kingpin.FatalIfError(controllers.Setup(mgr, proxy.Options{
 		Options:          o,
 		ProviderInstance: id,
+		CredentialsKey:   key,
 		Timeout:          *timeout,
 		GCInterval:       *gcInterval,
 		GCMinAge:         *gcMinAge,

@@ -43,10 +43,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// provider returns the provider command with args and the given kubeconfig.
+// provider returns the provider command with args and the given kubeconfig,
+// in the namespace default (as Crossplane's package runtime says it: by
+// POD_NAMESPACE), which every API server has.
 func provider(ctx context.Context, kubeconfig string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), envRunMain+"=1", "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(os.Environ(), envRunMain+"=1", "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+metav1.NamespaceDefault)
 	return cmd
 }
 
@@ -190,6 +192,13 @@ func TestInstanceOnAPIServer(t *testing.T) {
 		}
 		if !strings.Contains(log.String(), "provider-egressproxy-"+string(ns.GetUID())) {
 			t.Errorf("the log does not name the derived provider instance:\n%s", log.String())
+		}
+		// It made the key of generated passwords in its namespace.
+		key := &corev1.Secret{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: credentialsKeySecret}, key); err != nil {
+			t.Errorf("the key of generated passwords: %v", err)
+		} else if len(key.Data[credentialsKeyField]) != 32 || key.Immutable == nil || !*key.Immutable {
+			t.Errorf("the key of generated passwords must be 32 bytes in an immutable Secret: %d bytes, immutable %v", len(key.Data[credentialsKeyField]), key.Immutable)
 		}
 	})
 

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
 const (
@@ -104,6 +105,10 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	}
 	res.opsNotRPCs = e.opsAreRequests
 	if err := ensureNamespace(ctx, e.client, mrNamespace); err != nil {
+		return nil, err
+	}
+	// The provider keeps the key of generated passwords in its namespace.
+	if err := ensureNamespace(ctx, e.client, cluster.CrossplaneNamespace); err != nil {
 		return nil, err
 	}
 	logf("%s: creating %d managed resources (cold start: before the provider)", r.backend, r.o.n)
@@ -294,6 +299,7 @@ func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
 		"--poll-jitter=0",
 		fmt.Sprintf("--max-reconcile-rate=%d", r.o.rate),
 		"--provider-instance=" + instance,
+		"--namespace=" + cluster.CrossplaneNamespace,
 		// libvirt's test driver has no guest agent: Ready is running with an address.
 		"--no-kvm-serve-probe",
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),

@@ -245,6 +245,7 @@ func TestTestOnlyBackend(t *testing.T) {
 			Gate:                    new(gate.Gate[schema.GroupVersionKind]),
 		},
 		ProviderInstance: "envtest",
+		CredentialsKey:   []byte("a test key of thirty-two bytes.."),
 		Timeout:          time.Minute,
 	}
 	if err := controllers.Setup(mgr, o, wire(proxy.Env{})); err != nil {

@@ -133,6 +133,8 @@ func (e *env) start(t *testing.T, gc bool, poll time.Duration) {
 		"--timeout=2m",
 		"--max-reconcile-rate=20",
 		"--provider-instance=" + providerInstance,
+		// The key of generated passwords lives with the backends' Secrets.
+		"--namespace=" + secretNamespace,
 		// libvirt's test driver has no guest agent: Ready is running with an address.
 		"--no-kvm-serve-probe",
 		"--health-interval=0",

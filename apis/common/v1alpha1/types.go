@@ -10,6 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// AnnotationKeyCredentialsRotation, on a proxy resource with generated
+// credentials, is part of what its password is derived from: setting it,
+// or changing its value (a date, a counter), rotates the password. The
+// connection Secret carries the new one; the old one stops working.
+const AnnotationKeyCredentialsRotation = "egressproxy.io/credentials-rotation"
+
 // ProxyParameters is what an egress proxy allows, whatever backend runs it.
 // Every string here ends up in a squid configuration file, so each one is
 // validated at admission to a syntax that cannot break out of its directive.
@@ -71,7 +77,9 @@ type ProxyParameters struct {
 
 	// CredentialsSecretRef names a Secret in the resource's namespace with
 	// the keys username and password the proxy accepts. When it is absent
-	// the provider generates credentials and keeps them in a Secret it owns.
+	// the provider generates credentials, published in the connection
+	// Secret; the annotation egressproxy.io/credentials-rotation rotates
+	// them whenever its value changes.
 	// +optional
 	CredentialsSecretRef *LocalSecretReference `json:"credentialsSecretRef,omitempty"`
 

@@ -35,7 +35,7 @@ func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 	ctrl.SetLogger(logr.Discard())
 	e.RunManager(t, func(mgr ctrl.Manager, o controller.Options) error {
 		o.Logger = logging.NewNopLogger()
-		return Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", Timeout: 30 * time.Second}, f)
+		return Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes.."), Timeout: 30 * time.Second}, f)
 	})
 }
 

@@ -44,7 +44,7 @@ func startProvider(t *testing.T, e *kube.Env) {
 		if err := config.Setup(mgr, o); err != nil {
 			return err
 		}
-		return Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", Timeout: time.Minute}, NewFactory())
+		return Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "envtest", CredentialsKey: []byte("a test key of thirty-two bytes.."), Timeout: time.Minute}, NewFactory())
 	})
 }
 

@@ -8,14 +8,12 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"math/big"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,16 +35,22 @@ const (
 // GeneratedUsername is the user name of generated credentials.
 const GeneratedUsername = "egressproxy"
 
-// A generated password has generatedPasswordLength characters drawn
-// uniformly (crypto/rand) from the 57 of passwordAlphabet: 32 * log2(57),
-// ~186 bits, beyond any guessing, which is why its hash needs no work
-// factor (backend.HtpasswdCost).
+// A generated password has generatedPasswordLength characters of the 57 of
+// passwordAlphabet, drawn uniformly from a keyed hash (derivedPassword):
+// 32 * log2(57), ~186 bits, beyond any guessing, which is why its hash
+// needs no work factor (backend.HtpasswdCost).
 const (
 	generatedPasswordLength = 32
 	passwordAlphabet        = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 	generatedSecretSuffix   = "-credentials"
 	// maxSecretName is the longest Secret name (a DNS subdomain).
 	maxSecretName = 253
+	// MinCredentialsKey is the shortest key generated passwords are
+	// derived with: an HMAC-SHA256 key of fewer bytes than its output
+	// would be the weaker part.
+	MinCredentialsKey = 32
+	// passwordDomain separates these hashes from any other use of the key.
+	passwordDomain = "egressproxy.io/generated-password/v1"
 )
 
 const (
@@ -54,32 +58,37 @@ const (
 	errFmtCredentialsKeys    = "credentialsSecretRef Secret %q must hold non-empty keys username and password"
 	errFmtCredentialsInvalid = "credentialsSecretRef Secret %q: username must not contain ':' or a line break, password must not contain a line break"
 	errFmtGetGenerated       = "cannot get the generated credentials Secret %q"
-	errFmtCreateGenerated    = "cannot create the generated credentials Secret %q"
-	errFmtForeignGenerated   = "Secret %q exists but is not controlled by this resource, so it is not used for its generated credentials: rename or delete that Secret, or set spec.forProvider.credentialsSecretRef"
-	errFmtGeneratedKeys      = "the generated credentials Secret %q lacks a username or password: delete it to generate new credentials"
-	errFmtGeneratedRace      = "the generated credentials Secret %q was created concurrently and cannot be read yet"
-	errGeneratePassword      = "cannot generate a password"
 	errKindOf                = "cannot determine the kind of the managed resource"
 )
 
 // CredentialStore finds the credentials a proxy accepts: those of the
-// credentialsSecretRef Secret, or generated ones kept in a Secret the
-// managed resource controls (so they survive provider restarts and are
-// deleted with the resource).
+// credentialsSecretRef Secret, or generated ones.
+//
+// A generated password is derived, not stored: a keyed hash of the managed
+// resource's kind, UID and credentials-rotation annotation, with a key only
+// the provider reads (cmd/provider keeps it in a Secret of its own
+// namespace). Generating one writes nothing, so it survives a crash between
+// Create and the connection Secret without a Secret of its own (one write
+// per new proxy fewer, docs/bench.md), and a new value of the annotation
+// rotates it. Earlier versions stored a random password in a Secret the
+// resource controls; while that Secret is there, its password is kept, so
+// an upgrade changes no proxy's password, and deleting it rotates.
 type CredentialStore struct {
 	client client.Client
+	key    []byte
 }
 
-// NewCredentialStore returns a CredentialStore reading Secrets with c.
-func NewCredentialStore(c client.Client) *CredentialStore {
-	return &CredentialStore{client: c}
+// NewCredentialStore returns a CredentialStore reading Secrets with c and
+// deriving generated passwords with key.
+func NewCredentialStore(c client.Client, key []byte) *CredentialStore {
+	return &CredentialStore{client: c, key: key}
 }
 
-// GeneratedSecretName is the name of the Secret the generated credentials
-// of mg, of the given kind, are kept in: <name>-<kind>-credentials. The kind
-// is part of it because names are unique only per kind: a KubernetesProxy
-// and a GCPProxy both named web must not share credentials. A name too long
-// for a Secret is cut and made unique again with a hash of the whole name.
+// GeneratedSecretName is the name of the Secret earlier versions kept the
+// generated credentials of mg, of the given kind, in:
+// <name>-<kind>-credentials. The kind is part of it because names are
+// unique only per kind. A name too long for a Secret is cut and made unique
+// again with a hash of the whole name.
 func GeneratedSecretName(mg resource.Object, kind string) string {
 	suffix := "-" + strings.ToLower(kind) + generatedSecretSuffix
 	name := mg.GetName()
@@ -93,9 +102,10 @@ func GeneratedSecretName(mg resource.Object, kind string) string {
 }
 
 // Credentials returns the credentials of mg's proxy: those of ref, or the
-// generated ones when ref is nil. Only when generate is true are missing
-// generated credentials made and stored; otherwise they are empty, so that
-// merely observing a proxy writes nothing.
+// generated ones when ref is nil. Only when generate is true are generated
+// credentials derived; otherwise (a resource only observed, whose instance
+// the provider did not make) they are those an earlier version stored, or
+// none.
 func (s *CredentialStore) Credentials(ctx context.Context, mg resource.Managed, ref *commonv1alpha1.LocalSecretReference, generate bool) (backend.Credentials, error) {
 	if ref != nil {
 		return s.given(ctx, mg.GetNamespace(), ref.Name)
@@ -130,39 +140,13 @@ func (s *CredentialStore) generated(ctx context.Context, mg resource.Managed, ge
 	if found || err != nil || !generate {
 		return c, err
 	}
-	pw, err := randomPassword()
-	if err != nil {
-		return backend.Credentials{}, errors.Wrap(err, errGeneratePassword)
-	}
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: nn.Namespace,
-			Name:      nn.Name,
-			Labels:    map[string]string{backend.KubernetesLabelKeys.ManagedBy: backend.ManagedByValue},
-		},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{SecretKeyUsername: []byte(GeneratedUsername), SecretKeyPassword: []byte(pw)},
-	}
-	meta.AddOwnerReference(sec, meta.AsController(meta.TypedReferenceTo(mg, gvk)))
-	err = s.client.Create(ctx, sec)
-	if kerrors.IsAlreadyExists(err) {
-		// Created since we looked: by an earlier reconcile our cache has
-		// not seen yet, or by someone else. Use it only if it is ours.
-		c, found, err := s.stored(ctx, mg, nn)
-		if !found && err == nil {
-			err = errors.Errorf(errFmtGeneratedRace, nn.Name)
-		}
-		return c, err
-	}
-	if err != nil {
-		return backend.Credentials{}, errors.Wrapf(err, errFmtCreateGenerated, nn.Name)
-	}
-	return backend.Credentials{Username: GeneratedUsername, Password: pw, Generated: true}, nil
+	rotation := mg.GetAnnotations()[commonv1alpha1.AnnotationKeyCredentialsRotation]
+	return backend.Credentials{Username: GeneratedUsername, Password: derivedPassword(s.key, gvk.Kind, mg.GetUID(), rotation), Generated: true}, nil
 }
 
-// stored reads generated credentials from the Secret nn, which must be
-// controlled by mg: a Secret of that name made by someone else could carry
-// credentials they know, or be one they rely on.
+// stored reads the generated credentials an earlier version kept in the
+// Secret nn. Only a Secret mg controls, with both keys, counts: one of that
+// name made by someone else could carry credentials they know.
 func (s *CredentialStore) stored(ctx context.Context, mg resource.Managed, nn types.NamespacedName) (backend.Credentials, bool, error) {
 	sec := &corev1.Secret{}
 	err := s.client.Get(ctx, nn, sec)
@@ -172,18 +156,37 @@ func (s *CredentialStore) stored(ctx context.Context, mg resource.Managed, nn ty
 	if err != nil {
 		return backend.Credentials{}, false, errors.Wrapf(err, errFmtGetGenerated, nn.Name)
 	}
-	if !metav1.IsControlledBy(sec, mg) {
-		return backend.Credentials{}, true, backend.Permanent(errors.Errorf(errFmtForeignGenerated, nn.Name))
-	}
 	c := backend.Credentials{Username: string(sec.Data[SecretKeyUsername]), Password: string(sec.Data[SecretKeyPassword])}
-	if c.Username == "" || c.Password == "" {
-		return backend.Credentials{}, true, backend.Permanent(errors.Errorf(errFmtGeneratedKeys, nn.Name))
+	if !metav1.IsControlledBy(sec, mg) || c.Username == "" || c.Password == "" {
+		return backend.Credentials{}, false, nil
 	}
 	// Someone may have written a password of their own into the Secret:
 	// only one of the shape generated here counts as generated (and so is
 	// hashed cheaply, see backend.HtpasswdCost).
 	c.Generated = isGenerated(c.Password)
 	return c, true, nil
+}
+
+// derivedPassword is the generated password of the resource of kind with
+// uid, at rotation: generatedPasswordLength characters of passwordAlphabet
+// drawn from HMAC-SHA256(key, ...) in counter mode. Bytes at or above the
+// largest multiple of the alphabet's size are skipped, so each character
+// is uniform.
+func derivedPassword(key []byte, kind string, uid types.UID, rotation string) string {
+	const limit = 256 - 256%len(passwordAlphabet)
+	msg := []byte(passwordDomain + "\x00" + kind + "\x00" + string(uid) + "\x00" + rotation + "\x00")
+	out := make([]byte, 0, generatedPasswordLength)
+	for block := byte(0); len(out) < generatedPasswordLength; block++ {
+		h := hmac.New(sha256.New, key)
+		h.Write(msg)
+		h.Write([]byte{block})
+		for _, b := range h.Sum(nil) {
+			if int(b) < limit && len(out) < generatedPasswordLength {
+				out = append(out, passwordAlphabet[int(b)%len(passwordAlphabet)])
+			}
+		}
+	}
+	return string(out)
 }
 
 // isGenerated tells whether password has the shape randomPassword gives
@@ -198,17 +201,4 @@ func isGenerated(password string) bool {
 		}
 	}
 	return true
-}
-
-func randomPassword() (string, error) {
-	var b strings.Builder
-	max := big.NewInt(int64(len(passwordAlphabet)))
-	for range generatedPasswordLength {
-		n, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", err
-		}
-		b.WriteByte(passwordAlphabet[n.Int64()])
-	}
-	return b.String(), nil
 }

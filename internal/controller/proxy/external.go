@@ -72,14 +72,14 @@ type External[M resource.ModernManaged, P, O any] struct {
 	providerInstance string
 
 	// known are the credentials found earlier in this reconcile, so that
-	// Create right after Observe uses the Secret Observe generated even
-	// before the cache has seen it.
+	// Create right after Observe uses them without reading again.
 	known *backend.Credentials
 }
 
-// NewExternal returns an External that drives b for resources of kind k.
-func NewExternal[M resource.ModernManaged, P, O any](k Kind[M, P, O], b backend.Backend[P, O], c client.Client, providerInstance string) *External[M, P, O] {
-	return &External[M, P, O]{kube: c, kind: k, backend: b, creds: NewCredentialStore(c), providerInstance: providerInstance}
+// NewExternal returns an External that drives b for resources of kind k,
+// deriving generated passwords with credentialsKey.
+func NewExternal[M resource.ModernManaged, P, O any](k Kind[M, P, O], b backend.Backend[P, O], c client.Client, providerInstance string, credentialsKey []byte) *External[M, P, O] {
+	return &External[M, P, O]{kube: c, kind: k, backend: b, creds: NewCredentialStore(c, credentialsKey), providerInstance: providerInstance}
 }
 
 // credentials returns the credentials of mg's proxy, generating missing ones

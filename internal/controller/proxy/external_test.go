@@ -390,7 +390,7 @@ func TestExternalObserve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.fields.backend, tc.fields.kube, "test")
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.fields.backend, tc.fields.kube, "test", testKey)
 			got, err := e.Observe(t.Context(), tc.mg)
 			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -451,7 +451,7 @@ func runWriteCases(t *testing.T, op string, call func(*External[*v1alpha1.Kubern
 		t.Run(name, func(t *testing.T) {
 			p := &statusPatches{}
 			tc.kube.MockStatusPatch = p.fn()
-			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.backend, tc.kube, "test")
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, tc.backend, tc.kube, "test", testKey)
 			err := call(e, tc.mg)
 			if diff := cmp.Diff(tc.wantErr, err, test.EquateErrors()); diff != "" {
 				t.Errorf("%s\n%s(...): -want error, +got error:\n%s", tc.reason, op, diff)
@@ -468,18 +468,8 @@ func runWriteCases(t *testing.T, op string, call func(*External[*v1alpha1.Kubern
 
 func TestExternalCreate(t *testing.T) {
 	name := backend.Name(backend.Owner{UID: extUID, Namespace: "team", Name: "web"}, testMaxName)
-	// generatedCreate accepts only the generated credentials Secret, owned
-	// by the resource, and hands its credentials to the backend Create.
-	var generated backend.Credentials
-	generatedCreate := test.NewMockCreateFn(nil, func(o client.Object) error {
-		s, ok := o.(*corev1.Secret)
-		if !ok || s.Name != "web-kubernetesproxy-credentials" || len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != extUID {
-			return errors.Errorf("unexpected Create of %T %q", o, o.GetName())
-		}
-		// Generated: the backend hashes it at the lowest bcrypt cost.
-		generated = backend.Credentials{Username: string(s.Data[SecretKeyUsername]), Password: string(s.Data[SecretKeyPassword]), Generated: true}
-		return nil
-	})
+	// Generated credentials are derived: Create writes no Secret.
+	generated := backend.Credentials{Username: GeneratedUsername, Password: derivedPassword(testKey, v1alpha1.KubernetesProxyKind, extUID, ""), Generated: true}
 	cases := map[string]writeCase{
 		"Success": {
 			reason:  "Create passes the given credentials to the backend and saves no condition.",
@@ -488,15 +478,15 @@ func TestExternalCreate(t *testing.T) {
 			mg:      extMR(),
 		},
 		"GeneratedCredentials": {
-			reason: "Create generates credentials, kept in a Secret the resource controls, and passes them to the backend.",
+			reason: "Create derives credentials, writes no Secret, and passes them to the backend.",
 			kube: &test.MockClient{
 				MockGet:    test.NewMockGetFn(kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "web-kubernetesproxy-credentials")),
-				MockCreate: generatedCreate,
+				MockCreate: test.NewMockCreateFn(errors.New("Create must not write a Secret for generated credentials")),
 				MockScheme: test.NewMockSchemeFn(extScheme(t)),
 			},
 			backend: backend.Fns[kparams, kobs]{CreateFn: func(_ context.Context, d backend.Desired[kparams]) error {
-				if d.Credentials != generated || d.Credentials.Username != GeneratedUsername || len(d.Credentials.Password) != generatedPasswordLength {
-					return errors.New("Create must get the credentials it stored in the generated Secret")
+				if d.Credentials != generated {
+					return errors.Errorf("Create got credentials %+v, want the derived ones", d.Credentials)
 				}
 				return nil
 			}},
@@ -665,7 +655,7 @@ func TestObserveNotFoundFinalizer(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := backend.Fns[kparams, kobs]{ObserveFn: failing(backend.NotFound(errBoom))}
-			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, b, &test.MockClient{MockGet: givenSecret(alice)}, "test")
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, b, &test.MockClient{MockGet: givenSecret(alice)}, "test", testKey)
 			if _, err := e.Observe(t.Context(), tc.mg); err != nil {
 				t.Fatal(err)
 			}

@@ -17,9 +17,11 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,7 +73,7 @@ func (m *memoryBackend) fns() backend.Fns[params, obs] {
 			return backend.Observation[obs]{
 				ID: backend.FormatID("memory", d.Name), State: commonv1alpha1.StateRunning, Ready: true,
 				Endpoint: "egress.example:3128", EgressIPs: []string{"203.0.113.7"}, Ownership: got.Ownership,
-				UpToDate: fmt.Sprint(got.Proxy) == fmt.Sprint(d.Proxy), Extra: obs{AvailableReplicas: 2},
+				UpToDate: fmt.Sprint(got.Proxy) == fmt.Sprint(d.Proxy) && got.Credentials == d.Credentials, Extra: obs{AvailableReplicas: 2},
 			}, nil
 		},
 		CreateFn: func(_ context.Context, d backend.Desired[params]) error {
@@ -105,7 +107,7 @@ func startProvider(t *testing.T, e *kube.Env, f kubernetesproxy.BackendFactory) 
 		if err := config.Setup(mgr, o); err != nil {
 			return err
 		}
-		return kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f)
+		return kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}, f)
 	})
 }
 
@@ -183,13 +185,30 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "proxy-conn"}, s)
 		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
 	})
+	// Generated credentials are derived, not stored: no Secret but the
+	// connection Secret, which carries what the instance accepts.
 	gen := &corev1.Secret{}
-	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(mg, v1alpha1.KubernetesProxyKind)}, gen); err != nil {
-		t.Fatalf("generated credentials Secret: %v", err)
+	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(mg, v1alpha1.KubernetesProxyKind)}, gen); !kerrors.IsNotFound(err) {
+		t.Errorf("generated credentials must not be stored in a Secret: Get = %v", err)
 	}
-	if len(gen.OwnerReferences) != 1 || gen.OwnerReferences[0].UID != got.GetUID() {
-		t.Errorf("the generated credentials Secret must be owned by the resource: %+v", gen.OwnerReferences)
+	first := instancePassword(t, mem)
+	if conn := connPassword(ctx, t, e.Client, ns, "proxy-conn"); len(first) != 32 || conn != first {
+		t.Errorf("the connection Secret's password %q must be the instance's %q, a generated one", conn, first)
 	}
+
+	// The rotation annotation gives the instance a new password, and the
+	// connection Secret follows.
+	if err := e.Client.Get(ctx, nn, got); err != nil {
+		t.Fatal(err)
+	}
+	meta.AddAnnotations(got, map[string]string{commonv1alpha1.AnnotationKeyCredentialsRotation: "1"})
+	if err := e.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	kube.Eventually(t, "the rotated password to reach the instance and the connection Secret", func() (bool, string) {
+		p, c := instancePassword(t, mem), connPassword(ctx, t, e.Client, ns, "proxy-conn")
+		return p != first && len(p) == 32 && c == p, fmt.Sprintf("instance %q, connection Secret %q", p, c)
+	})
 
 	// The config counts its user, and is held by it, with no
 	// ProviderConfigUsage written.
@@ -311,4 +330,28 @@ func TestBackendNotBuiltIn(t *testing.T) {
 		c, err := condition(e.Client, types.NamespacedName{Namespace: ns, Name: "proxy"}, xpv2.TypeSynced)
 		return err == nil && strings.Contains(c.Message, "the kubernetes backend is not available in this build"), fmt.Sprint(c, err)
 	})
+}
+
+// instancePassword is the password of mem's only instance.
+func instancePassword(t *testing.T, mem *memoryBackend) string {
+	t.Helper()
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if len(mem.instances) != 1 {
+		t.Fatalf("want one instance, got %d", len(mem.instances))
+	}
+	for _, d := range mem.instances {
+		return d.Credentials.Password
+	}
+	return ""
+}
+
+// connPassword is the password in the connection Secret name.
+func connPassword(ctx context.Context, t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return string(s.Data[proxy.ConnectionPassword])
 }

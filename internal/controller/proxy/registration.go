@@ -27,10 +27,11 @@ import (
 )
 
 const (
-	errAddCollector = "cannot add the garbage collector"
-	errAddHealth    = "cannot add the health reporter"
-	errConfigSpec   = "cannot read the spec of the provider config"
-	errFmtNewObject = "cannot make an object of kind %s"
+	errAddCollector      = "cannot add the garbage collector"
+	errAddHealth         = "cannot add the health reporter"
+	errConfigSpec        = "cannot read the spec of the provider config"
+	errFmtNewObject      = "cannot make an object of kind %s"
+	errFmtCredentialsKey = "the key of generated passwords must hold at least %d bytes"
 )
 
 // Env is what the provider gives every backend factory besides the
@@ -89,6 +90,9 @@ func (c Controller[M, P, O]) Flags(app *kingpin.Application) func(ctrl.Manager, 
 // the reconciler anyway, so resources report that the backend is missing
 // instead of being ignored.
 func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory[P, O]) error {
+	if len(o.CredentialsKey) < MinCredentialsKey {
+		return errors.Errorf(errFmtCredentialsKey, MinCredentialsKey)
+	}
 	s := mgr.GetScheme()
 	b := c.Backend
 	mg, err := newAs[M](s, b.Managed)

@@ -36,6 +36,11 @@ type Options struct {
 	// instances.
 	ProviderInstance string
 
+	// CredentialsKey is the key generated passwords are derived with, at
+	// least MinCredentialsKey bytes; the same key gives every resource
+	// the same password again.
+	CredentialsKey []byte
+
 	// Instrumentation counts, times and traces every backend call.
 	Instrumentation *backend.Instrumentation
 

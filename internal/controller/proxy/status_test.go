@@ -277,7 +277,7 @@ func TestUnchangedConnectionDetails(t *testing.T) {
 				},
 			}).Build()
 			running := backend.Observation[kobs]{State: commonv1alpha1.StateRunning, Ready: true, Endpoint: extEndpoint, UpToDate: true}
-			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, backend.Fns[kparams, kobs]{ObserveFn: observed(alice, running)}, kube, "test")
+			e := NewExternal[*v1alpha1.KubernetesProxy, kparams, kobs](testKind{}, backend.Fns[kparams, kobs]{ObserveFn: observed(alice, running)}, kube, "test", testKey)
 			o, err := e.Observe(t.Context(), mg)
 			if err != nil {
 				t.Fatal(err)

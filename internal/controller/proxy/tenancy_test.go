@@ -20,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -147,7 +148,7 @@ func startProviders(t *testing.T, e *kube.Env, k *recorder[params, obs], g *reco
 		if err := config.Setup(mgr, o); err != nil {
 			return err
 		}
-		po := proxy.Options{Options: o, ProviderInstance: "test"}
+		po := proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}
 		if err := kubernetesproxy.Controller.Setup(mgr, po, kubernetesFactory(k)); err != nil {
 			return err
 		}
@@ -178,10 +179,10 @@ func gone(c client.Client, o client.Object) (bool, string) {
 	return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprintf("%s still there, finalizers %v (%v)", o.GetName(), o.GetFinalizers(), err)
 }
 
-// TestGeneratedSecretPerKind: names are unique per kind only, so a
+// TestGeneratedCredentialsPerKind: names are unique per kind only, so a
 // KubernetesProxy and a GCPProxy may both be called web; each must get
-// credentials of its own.
-func TestGeneratedSecretPerKind(t *testing.T) {
+// credentials of its own, stored nowhere but in its connection Secret.
+func TestGeneratedCredentialsPerKind(t *testing.T) {
 	e := kube.Shared(t)
 	ns := e.Namespace(t, "perkind")
 	k, g := newRecorder[params, obs](), newRecorder[gparams, gobs]()
@@ -221,42 +222,41 @@ func TestGeneratedSecretPerKind(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		owner  client.Object
-		name   string
 		used   func(string) []call
 	}{
-		"KubernetesProxy": {reason: "The KubernetesProxy keeps its credentials in a Secret named after its kind.", owner: kmg, name: "web-kubernetesproxy-credentials", used: k.writes},
-		"GCPProxy":        {reason: "The GCPProxy keeps its credentials in a Secret named after its kind.", owner: gmg, name: "web-gcpproxy-credentials", used: g.writes},
+		"KubernetesProxy": {reason: "The KubernetesProxy gets generated credentials of its own.", owner: kmg, used: k.writes},
+		"GCPProxy":        {reason: "The GCPProxy gets generated credentials of its own.", owner: gmg, used: g.writes},
 	}
 	passwords := map[string]bool{}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := proxy.GeneratedSecretName(tc.owner, name); got != tc.name {
-				t.Errorf("%s\nGeneratedSecretName: want %q, got %q", tc.reason, tc.name, got)
-			}
 			s := &corev1.Secret{}
-			if err := e.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: tc.name}, s); err != nil {
-				t.Fatalf("%s\n%v", tc.reason, err)
+			err := e.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: proxy.GeneratedSecretName(tc.owner, name)}, s)
+			if !kerrors.IsNotFound(err) {
+				t.Errorf("%s\ngenerated credentials must not be stored in a Secret: Get = %v", tc.reason, err)
 			}
-			if !metav1.IsControlledBy(s, tc.owner) {
-				t.Errorf("%s\nthe Secret must be controlled by its resource: %+v", tc.reason, s.OwnerReferences)
-			}
-			pw := string(s.Data[proxy.SecretKeyPassword])
-			passwords[pw] = true
 			w := tc.used(ns)
-			if len(w) == 0 || w[0].op != "create" || w[0].creds.Password != pw {
-				t.Errorf("%s\nthe backend must be created with the credentials of that Secret; calls: %d", tc.reason, len(w))
+			if len(w) == 0 || w[0].op != "create" || w[0].creds.Username != proxy.GeneratedUsername || len(w[0].creds.Password) != 32 {
+				t.Fatalf("%s\nthe backend must be created with generated credentials; calls: %+v", tc.reason, w)
 			}
+			passwords[w[0].creds.Password] = true
 		})
 	}
 	if len(passwords) != 2 {
 		t.Errorf("the two kinds must have distinct credentials, got %d distinct passwords", len(passwords))
 	}
+	kube.Eventually(t, "the KubernetesProxy's connection Secret to carry its password", func() (bool, string) {
+		s := &corev1.Secret{}
+		err := e.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web-conn"}, s)
+		w := k.writes(ns)
+		return err == nil && len(w) > 0 && string(s.Data[proxy.ConnectionPassword]) == w[0].creds.Password, fmt.Sprint(err)
+	})
 }
 
 // TestForeignGeneratedSecretIsNotUsed: a Secret that happens to have the
-// name of the generated credentials Secret, but is not controlled by the
-// resource, must be neither used (its author would know the password) nor
-// changed.
+// name earlier versions kept generated credentials in, but is not
+// controlled by the resource, must be neither used (its author would know
+// the password) nor changed, nor hold the resource up.
 func TestForeignGeneratedSecretIsNotUsed(t *testing.T) {
 	e := kube.Shared(t)
 	ns := e.Namespace(t, "foreign")
@@ -270,10 +270,9 @@ func TestForeignGeneratedSecretIsNotUsed(t *testing.T) {
 	createAll(t, e.Client, foreign, kubeconfigSecret(ns), providerConfig(ns), kubernetesProxy(ns, "web"))
 	rv := foreign.GetResourceVersion()
 
-	kube.Eventually(t, "Synced=False naming the Secret", func() (bool, string) {
-		c, err := condition(e.Client, types.NamespacedName{Namespace: ns, Name: "web"}, xpv2.TypeSynced)
-		return err == nil && c.Status == corev1.ConditionFalse &&
-			strings.Contains(c.Message, fmt.Sprintf("Secret %q exists but is not controlled by this resource", name)), fmt.Sprint(c, err)
+	kube.Eventually(t, "Ready=True", func() (bool, string) {
+		c, err := condition(e.Client, types.NamespacedName{Namespace: ns, Name: "web"}, xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
 	})
 	got := &corev1.Secret{}
 	if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), got); err != nil {
@@ -285,8 +284,8 @@ func TestForeignGeneratedSecretIsNotUsed(t *testing.T) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, c := range k.calls {
-		if c.namespace == ns && (c.creds.Username == "intruder" || c.op != "observe") {
-			t.Errorf("the backend must see neither the foreign credentials nor a write: %s %s as %q", c.op, c.name, c.creds.Username)
+		if c.namespace == ns && (c.creds.Username != proxy.GeneratedUsername || c.creds.Password == "known-to-them") {
+			t.Errorf("the backend must see only generated credentials: %s %s as %q", c.op, c.name, c.creds.Username)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func TestWatchRepairsDrift(t *testing.T) {
 		if err := config.Setup(mgr, o); err != nil {
 			return err
 		}
-		return kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f)
+		return kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}, f)
 	})
 	ctx := t.Context()
 	if err := e.Client.Create(ctx, providerConfig(ns)); err != nil {

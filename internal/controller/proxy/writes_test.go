@@ -124,7 +124,7 @@ func TestWritesPerNewProxy(t *testing.T) {
 	f := func(context.Context, client.Client, proxy.Config) (backend.Backend[params, obs], error) {
 		return fns, nil
 	}
-	if err := kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test"}, f); err != nil {
+	if err := kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}, f); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
@@ -162,14 +162,14 @@ func TestWritesPerNewProxy(t *testing.T) {
 	}
 	// Per new proxy: the create-pending annotation with the finalizer and
 	// the external name (was: also one each for the external name and the
-	// finalizer, and one for create-succeeded); the generated credentials
-	// and the connection Secret, created once with its details (was:
-	// created empty, then patched); no Normal event; no
-	// ProviderConfigUsage (was: one each, the config controllers count the
-	// resources themselves now).
+	// finalizer, and one for create-succeeded); the connection Secret,
+	// created once with its details (was: created empty, then patched); no
+	// generated credentials Secret (was: one each, the password is derived
+	// now); no Normal event; no ProviderConfigUsage (was: one each, the
+	// config controllers count the resources themselves now).
 	want := map[string]int{
 		"PUT kubernetesproxies":     n,
-		"POST secrets":              2 * n,
+		"POST secrets":              n,
 		"PATCH secrets":             0,
 		"PUT secrets":               0,
 		"POST events":               0,
