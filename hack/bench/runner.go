@@ -199,16 +199,7 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 // run for).
 func (r *runner) profile(ctx context.Context, p *process, phase string, d time.Duration) <-chan struct{} {
 	return r.saveProfile(r.backend+"-"+phase, func() (io.ReadCloser, error) {
-		url := fmt.Sprintf("%s?seconds=%d", p.pprofURL, int(d.Seconds()))
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		return resp.Body, nil
+		return httpBody(ctx, fmt.Sprintf("%s?seconds=%d", p.pprofURL, int(d.Seconds())))
 	})
 }
 
@@ -262,30 +253,22 @@ func (r *runner) saveProfile(name string, fetch func() (io.ReadCloser, error)) <
 // <-profile>/<backend>-heap.pprof, when -profile is set: what the peak RSS
 // is made of (go tool pprof -sample_index=inuse_space).
 func (r *runner) heapProfile(ctx context.Context, p *process) {
-	if r.o.profile == "" {
-		return
-	}
-	url := strings.TrimSuffix(p.pprofURL, "profile") + "heap"
+	<-r.saveProfile(r.backend+"-heap", func() (io.ReadCloser, error) {
+		return httpBody(ctx, strings.TrimSuffix(p.pprofURL, "profile")+"heap")
+	})
+}
+
+// httpBody is the body of a GET of url.
+func httpBody(ctx context.Context, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		logf("%s: no heap profile: %v", r.backend, err)
-		return
+		return nil, err
 	}
-	defer resp.Body.Close() //nolint:errcheck // Read only.
-	path := filepath.Join(r.o.profile, r.backend+"-heap.pprof")
-	f, err := os.Create(path) //nolint:gosec // A path the user named.
-	if err != nil {
-		logf("%s: no heap profile: %v", r.backend, err)
-		return
-	}
-	defer f.Close() //nolint:errcheck // Best effort.
-	if _, err := io.Copy(f, resp.Body); err == nil {
-		logf("%s: heap profile: %s", r.backend, path)
-	}
+	return resp.Body, nil
 }
 
 // startProvider runs cmd/provider against the control plane.
