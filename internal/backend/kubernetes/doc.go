@@ -30,7 +30,9 @@ SPDX-License-Identifier: Apache-2.0
 // target is not reported), and a change to an
 // instance's object is reported at once (backend.Watcher). They need, cluster
 // wide, list and watch on those kinds, pods and nodes; a kind whose list or
-// watch is refused is read from the API server instead, as before.
+// watch is refused is read from the API server instead, as before. An
+// object the backend wrote and the watch has not delivered yet is read as
+// the write's response had it (after a delete: from the API server).
 //
 // The package follows CAPG: service.go holds the small client interface,
 // build.go pure builders of the desired objects, diff.go pure comparison of

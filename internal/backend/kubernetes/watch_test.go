@@ -16,14 +16,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -100,6 +104,56 @@ func TestWatchCachePending(t *testing.T) {
 			_, got.Pending = w.pending[objectKey{kind: reflect.TypeOf(&corev1.ConfigMap{}), namespace: testNS, name: testName}]
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestOwnWritesServed: while the watch has not delivered a write, a read
+// of the object gets it as the write's response had it, from no API
+// server; after a delete the API server answers.
+func TestOwnWritesServed(t *testing.T) {
+	written := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testName, ResourceVersion: "2"},
+		Data: map[string]string{"squid.conf": "http_port 3128"}}
+	cases := map[string]struct {
+		reason     string
+		deleted    bool
+		key        client.ObjectKey
+		wantDirect int
+		want       *corev1.ConfigMap
+	}{
+		"Written": {reason: "The written object is served from the write.",
+			key: client.ObjectKeyFromObject(written), want: written},
+		"Deleted": {reason: "A deleted object is read from the API server, which says it is gone.",
+			deleted: true, key: client.ObjectKeyFromObject(written), wantDirect: 1, want: &corev1.ConfigMap{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			direct := 0
+			kube := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					direct++
+					return kerrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, tc.key.Name)
+				},
+			}).Build()
+			w := newWatchCache(&rest.Config{}, nil, kube)
+			kind := reflect.TypeOf(&corev1.ConfigMap{})
+			w.started, w.cache = true, &informertest.FakeInformers{}
+			w.informers[kind] = &controllertest.FakeInformer{Synced: true}
+			w.wrote(written.DeepCopy(), tc.deleted)
+			got := &corev1.ConfigMap{}
+			_ = w.Get(context.Background(), tc.key, got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nGet(): -want, +got:\n%s", tc.reason, diff)
+			}
+			if direct != tc.wantDirect {
+				t.Errorf("%s\nreads from the API server: want %d, got %d", tc.reason, tc.wantDirect, direct)
+			}
+			// What the reader got is a copy: changing it changes no later read.
+			got.Data = nil
+			again := &corev1.ConfigMap{}
+			if _ = w.Get(context.Background(), tc.key, again); !tc.deleted && tc.wantDirect == 0 && again.Data == nil {
+				t.Errorf("%s\na reader changed the stored write", tc.reason)
 			}
 		})
 	}
