@@ -65,6 +65,7 @@ type watchCache struct {
 
 	mu        sync.Mutex
 	started   bool
+	startedAt time.Time
 	closed    bool
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -147,7 +148,7 @@ func (w *watchCache) start() bool {
 	if w.started {
 		return w.cache != nil
 	}
-	w.started = true
+	w.started, w.startedAt = true, time.Now()
 	ours, err := labels.NewRequirement(backend.KubernetesLabelKeys.ManagedBy, selection.Equals, []string{backend.ManagedByValue})
 	if err != nil {
 		return false
@@ -387,7 +388,46 @@ func (o ownWrite) Get(ctx context.Context, key client.ObjectKey, out client.Obje
 
 // Get reads obj from the cache when it can serve it.
 func (w *watchCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return w.reader(objectKey{kind: reflect.TypeOf(obj), namespace: key.Namespace, name: key.Name}).Get(ctx, key, obj, opts...)
+	k := objectKey{kind: reflect.TypeOf(obj), namespace: key.Namespace, name: key.Name}
+	w.awaitSync(ctx, k.kind)
+	return w.reader(k).Get(ctx, key, obj, opts...)
+}
+
+// firstSync is how long after the cache started a read waits for its
+// kind's informer to sync. At a cold start, with many proxies, their first
+// Observes came before the informers had listed, and each of their reads
+// went to the API server: ~1 GET per new proxy at N=200 (docs/bench.md),
+// to learn what the lists bring a moment later. A kind whose list or
+// watch is refused is marked broken by then, and not waited for.
+const firstSync = 5 * time.Second
+
+// awaitSync waits, within firstSync of the cache's start, until the
+// informer of kind has synced, its list or watch failed, the target is
+// known not to answer (liveness), or ctx is done.
+func (w *watchCache) awaitSync(ctx context.Context, kind reflect.Type) {
+	if !w.start() {
+		return
+	}
+	w.mu.Lock()
+	i, ok := w.informers[kind]
+	deadline := w.startedAt.Add(firstSync)
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	for !i.HasSynced() && time.Now().Before(deadline) {
+		w.mu.Lock()
+		broken := w.broken[kind.String()]
+		w.mu.Unlock()
+		if broken || !w.live.fresh() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // List lists from the cache when it can serve the kind of list.
@@ -399,6 +439,7 @@ func (w *watchCache) List(ctx context.Context, list client.ObjectList, opts ...c
 	if kind == nil {
 		return w.direct.List(ctx, list, opts...)
 	}
+	w.awaitSync(ctx, kind)
 	r, cached := w.cached(objectKey{kind: kind})
 	if cached {
 		opts = indexed(opts)

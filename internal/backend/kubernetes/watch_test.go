@@ -10,6 +10,7 @@ import (
 	"context"
 	"maps"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,58 @@ func TestOwnWritesServed(t *testing.T) {
 			again := &corev1.ConfigMap{}
 			if _ = w.Get(context.Background(), tc.key, again); !tc.deleted && tc.wantDirect == 0 && again.Data == nil {
 				t.Errorf("%s\na reader changed the stored write", tc.reason)
+			}
+		})
+	}
+}
+
+// syncingInformer syncs when told to.
+type syncingInformer struct {
+	controllertest.FakeInformer
+	synced atomic.Bool
+}
+
+func (i *syncingInformer) HasSynced() bool { return i.synced.Load() }
+
+// TestFirstReadsAwaitSync: right after the cache started, a read waits for
+// its kind's informer to sync and is then served by the cache, not the API
+// server; it does not wait past firstSync, nor for a kind whose list or
+// watch failed.
+func TestFirstReadsAwaitSync(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		startedAgo time.Duration
+		broken     bool
+		syncAfter  time.Duration
+		wantDirect int
+	}{
+		"Syncs": {reason: "A read right after the start waits for the informer, and reads the cache.",
+			syncAfter: 100 * time.Millisecond, wantDirect: 0},
+		"Late": {reason: "Past firstSync nothing waits: the API server answers.",
+			startedAgo: firstSync, syncAfter: time.Hour, wantDirect: 1},
+		"Broken": {reason: "A kind whose list failed is not waited for.",
+			broken: true, syncAfter: time.Hour, wantDirect: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var direct atomic.Int32
+			kube := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					direct.Add(1)
+					return kerrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, testName)
+				},
+			}).Build()
+			w := newWatchCache(&rest.Config{}, nil, kube)
+			kind := reflect.TypeOf(&corev1.ConfigMap{})
+			i := &syncingInformer{}
+			w.started, w.startedAt, w.cache = true, time.Now().Add(-tc.startedAgo), &informertest.FakeInformers{}
+			w.informers[kind] = i
+			w.broken[kind.String()] = tc.broken
+			timer := time.AfterFunc(tc.syncAfter, func() { i.synced.Store(true) })
+			defer timer.Stop()
+			_ = w.Get(t.Context(), client.ObjectKey{Namespace: testNS, Name: testName}, &corev1.ConfigMap{})
+			if got := int(direct.Load()); got != tc.wantDirect {
+				t.Errorf("%s\nreads from the API server: want %d, got %d", tc.reason, tc.wantDirect, got)
 			}
 		})
 	}
