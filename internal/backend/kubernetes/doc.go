@@ -32,7 +32,8 @@ SPDX-License-Identifier: Apache-2.0
 // wide, list and watch on those kinds, pods and nodes; a kind whose list or
 // watch is refused is read from the API server instead, as before. An
 // object the backend wrote and the watch has not delivered yet is read as
-// the write's response had it (after a delete: from the API server).
+// the write's response had it (after a delete: from the API server), and a
+// read in the first seconds of the cache waits for its kind to be listed.
 //
 // The package follows CAPG: service.go holds the small client interface,
 // build.go pure builders of the desired objects, diff.go pure comparison of
