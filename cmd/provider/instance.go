@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -73,15 +72,11 @@ func providerInstance(ctx context.Context, explicit string, get namespaceGetter)
 	return id, nil
 }
 
-// namespaces returns a namespaceGetter reading from the API server of cfg.
-func namespaces(cfg *rest.Config) (namespaceGetter, error) {
-	c, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+// namespaces returns a namespaceGetter reading with c.
+func namespaces(c corev1client.NamespacesGetter) namespaceGetter {
 	return func(ctx context.Context, name string) (*corev1.Namespace, error) {
 		return c.Namespaces().Get(ctx, name, metav1.GetOptions{})
-	}, nil
+	}
 }
 
 // instanceInfo exports the provider instance as a metric, so an operator

@@ -90,16 +90,15 @@ func main() {
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
 
-	ns, err := namespaces(cfg)
+	// One client for the provider's own reads before the manager starts.
+	core, err := corev1client.NewForConfig(cfg)
 	kingpin.FatalIfError(err, "Cannot create the API server client")
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	id, err := providerInstance(ctx, *instance, ns)
+	id, err := providerInstance(ctx, *instance, namespaces(core))
 	cancel()
 	kingpin.FatalIfError(err, "Cannot determine the provider instance")
 	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
 
-	core, err := corev1client.NewForConfig(cfg)
-	kingpin.FatalIfError(err, "Cannot create the API server client")
 	ctx, cancel = context.WithTimeout(context.Background(), *timeout)
 	key, err := credentialsKey(ctx, core, *namespace)
 	cancel()
