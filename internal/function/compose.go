@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
@@ -70,6 +71,11 @@ func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, [
 	// choose its namespace, so the function does. A namespaced XR's is its
 	// own, which Crossplane would enforce anyway.
 	mr.SetNamespace(p.namespace)
+	if p.rotation != "" {
+		// Only when set: an annotation someone put on the resource itself,
+		// as the resource's docs say, is not the function's to remove.
+		mr.SetAnnotations(map[string]string{commonv1alpha1.AnnotationKeyCredentialsRotation: p.rotation})
+	}
 	mr.Object["spec"] = spec
 	return mr, append(warnings, w...), nil
 }

@@ -9,6 +9,7 @@ package function
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
@@ -193,6 +194,24 @@ func TestRunFunction(t *testing.T) {
 					Ready:    fnv1.Ready_READY_FALSE,
 				}},
 			}, warning(`the function input has no kubernetes.namespace: the proxy runs in namespace "team-a" of the target cluster, named like the claim's`))},
+		},
+		"RotationFromClaim": {
+			reason: "The credentials-rotation annotation Crossplane copies from the claim to the XR goes on the composed resource, whose generated password it rotates.",
+			args: args{req: &fnv1.RunFunctionRequest{
+				Meta:              &fnv1.RequestMeta{Tag: "t"},
+				RequiredResources: claimed(),
+				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes", "kubernetes": {"namespace": "egress"}}`),
+				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(strings.Replace(fmt.Sprintf(xrJSON, "small"),
+					`"metadata": {`, `"metadata": {"annotations": {"egressproxy.io/credentials-rotation": "2026-12-05", "other": "x"}, `, 1))}},
+			}},
+			want: want{rsp: composedRsp(&fnv1.State{
+				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
+				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
+					Resource: resource.MustStructJSON(strings.Replace(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", `"namespace": "egress", "replicas": 1`, ""),
+						`"metadata": {`, `"metadata": {"annotations": {"egressproxy.io/credentials-rotation": "2026-12-05"}, `, 1)),
+					Ready: fnv1.Ready_READY_FALSE,
+				}},
+			})},
 		},
 		"GCPLarge": {
 			reason: "A large gcp proxy gets the built-in large machine type and the input's zone, image and network; an input section for another backend is ignored with a warning.",

@@ -40,6 +40,12 @@ type proxy struct {
 	// namespace; empty for the default name (see connectionSecretName).
 	connectionSecret string
 
+	// rotation is the XR's egressproxy.io/credentials-rotation annotation,
+	// which Crossplane copies from the claim: the composed resource carries
+	// it, so that an app team rotates a generated password on its claim
+	// without looking for the resource composed for it.
+	rotation string
+
 	spec proxySpec
 }
 
@@ -68,7 +74,7 @@ type proxySpec struct {
 // proxyFrom reads what the claim or namespaced XR asks for from the XR, and
 // rejects an XR the function cannot compose a proxy for.
 func proxyFrom(xr *composite.Unstructured, namespace string) (proxy, error) {
-	p := proxy{xrName: xr.GetName(), namespace: namespace}
+	p := proxy{xrName: xr.GetName(), namespace: namespace, rotation: xr.GetAnnotations()[commonv1alpha1.AnnotationKeyCredentialsRotation]}
 	if err := xr.GetValueInto("spec", &p.spec); err != nil {
 		return p, errors.Wrap(err, errGetXRSpec)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
@@ -90,6 +91,11 @@ func describeBackend(bc backendCase) bool {
 		It("carries a change of the claim's allowlist (and of its credentials Secret) through to the backend", r.changesAllowlist)
 		It("serves traffic after the allowlist change: the new host works, the removed one is refused", r.servesChangedAllowlist)
 		It("serves traffic after the password rotation: the new password works, the old one stops", r.servesRotatedPassword)
+		if bc.backend == cluster.BackendKubernetes {
+			// The namespaced XR specs show the password rotating; this
+			// shows Crossplane's part of the claim's path.
+			It("carries the claim's "+commonv1alpha1.AnnotationKeyCredentialsRotation+" annotation to the managed resource", r.carriesRotation)
+		}
 		It("removes the XR, the managed resource and everything on the backend when the claim is deleted", r.deletes)
 		It(fmt.Sprintf("explains a failing backend (%s) on the claim and in crossplane beta trace", bc.failure.what), func(ctx SpecContext) {
 			r.wiredOrSkip()
@@ -188,6 +194,28 @@ func (r *backendRun) writesSecret(ctx SpecContext) {
 		g.Expect(u.User.Username()).To(Equal(string(s.Data["username"])))
 		pw, _ := u.User.Password()
 		g.Expect(pw).To(Equal(string(s.Data["password"])))
+	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
+}
+
+// carriesRotation annotates the claim as an app team does to rotate a
+// generated password: Crossplane copies the annotation to the XR, the
+// function puts it on the managed resource.
+func (r *backendRun) carriesRotation(ctx SpecContext) {
+	r.afterReady()
+	const rotation = "e2e-claim-1"
+	c := get(ctx, Default, cluster.ClaimGVK(), r.ns, r.name)
+	p := client.MergeFrom(c.DeepCopy())
+	a := c.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[commonv1alpha1.AnnotationKeyCredentialsRotation] = rotation
+	c.SetAnnotations(a)
+	Expect(env.c.Client.Patch(ctx, c, p)).To(Succeed())
+	Eventually(ctx, func(g Gomega) {
+		r.last = composedOf(ctx, g, r.claim)
+		g.Expect(r.last.mr.GetAnnotations()).To(HaveKeyWithValue(commonv1alpha1.AnnotationKeyCredentialsRotation, rotation))
+		g.Expect(cond(r.last.mr, "Ready")).To(HavePrefix("True"), "managed resource %s", r.last.mr.GetName())
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
@@ -71,6 +72,11 @@ func describeNamespaced(nc namespacedCase) bool {
 			It("composes an XR in "+nsTeam+" into a managed resource in "+nsTeam+", all Synced and Ready, with no claim", r.becomesReady)
 			It("writes endpoint, port, username, password and url to the Secret the XR names, in "+nsTeam, r.writesSecret)
 			It("lets a user with only the RoleBinding of examples/rbac/namespaced-xr-user.yaml trace the XR", r.traces)
+			if nc.backend == cluster.BackendKubernetes {
+				// One backend shows the function's part; the providers'
+				// own tests show rotation on every backend.
+				It("rotates the generated password when the XR gets a new "+commonv1alpha1.AnnotationKeyCredentialsRotation+" annotation", r.rotates)
+			}
 			It("removes the managed resource and everything on the backend when the XR is deleted", r.deletes)
 		})
 }
@@ -161,6 +167,39 @@ func (r *namespacedRun) writesSecret(ctx SpecContext) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(u.Host).To(Equal(string(s.Data["endpoint"])))
 		g.Expect(u.User.Username()).To(Equal(string(s.Data["username"])))
+	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
+}
+
+// rotates annotates the XR as an app team would to rotate its generated
+// password: the function puts the annotation on the managed resource, whose
+// new password reaches the Secret the XR names.
+func (r *namespacedRun) rotates(ctx SpecContext) {
+	r.afterReady()
+	before := &corev1.Secret{}
+	Expect(env.c.Client.Get(ctx, client.ObjectKey{Namespace: nsTeam, Name: r.name + "-proxy"}, before)).To(Succeed())
+	const rotation = "e2e-1"
+	xr := get(ctx, Default, nsXRGVK, nsTeam, r.name)
+	p := client.MergeFrom(xr.DeepCopy())
+	a := xr.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[commonv1alpha1.AnnotationKeyCredentialsRotation] = rotation
+	xr.SetAnnotations(a)
+	Expect(env.c.Client.Patch(ctx, xr, p)).To(Succeed())
+	Eventually(ctx, func(g Gomega) {
+		_, mr := r.composedMR(ctx, g)
+		g.Expect(mr.GetAnnotations()).To(HaveKeyWithValue(commonv1alpha1.AnnotationKeyCredentialsRotation, rotation), "the managed resource carries the XR's annotation")
+		s := &corev1.Secret{}
+		g.Expect(env.c.Client.Get(ctx, client.ObjectKey{Namespace: nsTeam, Name: r.name + "-proxy"}, s)).To(Succeed())
+		g.Expect(len(s.Data["password"])).To(BeNumerically(">=", 16), "a generated password is long")
+		g.Expect(s.Data["password"]).NotTo(Equal(before.Data["password"]), "the password is a new one")
+		u, err := url.Parse(string(s.Data["url"]))
+		g.Expect(err).NotTo(HaveOccurred())
+		pw, _ := u.User.Password()
+		g.Expect(pw).To(Equal(string(s.Data["password"])), "the URL carries the new password")
+		g.Expect(cond(mr, "Ready")).To(HavePrefix("True"), "managed resource %s", mr.GetName())
+		g.Expect(cond(mr, "Synced")).To(HavePrefix("True"), "managed resource %s", mr.GetName())
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
 }
 
