@@ -21,7 +21,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -33,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // pendingTTL bounds how long a read of an object this backend wrote goes to
@@ -157,11 +155,12 @@ func (w *watchCache) start() bool {
 		Scheme:               w.scheme,
 		DefaultLabelSelector: labels.NewSelector().Add(*ours),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:      {Label: labels.Everything(), Transform: slimNode},
-			&corev1.Pod{}:       {Transform: slimPod},
-			&corev1.ConfigMap{}: {Transform: slimConfigMap},
+			&corev1.Node{}:       {Label: labels.Everything(), Transform: slimNode},
+			&corev1.Pod{}:        {Transform: slimPod},
+			&corev1.ConfigMap{}:  {Transform: slimConfigMap},
+			&appsv1.Deployment{}: {Transform: slimDeployment},
 		},
-		DefaultTransform:         cache.TransformStripManagedFields(),
+		DefaultTransform:         slimOwned,
 		DefaultWatchErrorHandler: w.watchError,
 	})
 	if err != nil {
@@ -730,79 +729,4 @@ func (r recording) Delete(ctx context.Context, obj client.Object, opts ...client
 		r.w.wrote(obj, true)
 	}
 	return err
-}
-
-// slimPod keeps of a Pod only what Observe reads (egressIPs, podProblem)
-// and what the cache selects and tracks it by: at a few thousand pods their
-// specs, annotations and managed fields would be most of the cache.
-func slimPod(in any) (any, error) {
-	p, ok := in.(*corev1.Pod)
-	if !ok {
-		return in, nil
-	}
-	out := &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: slimMeta(p.ObjectMeta),
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions},
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name:                 c.Name,
-			State:                corev1.ContainerState{Waiting: c.State.Waiting},
-			LastTerminationState: corev1.ContainerState{Terminated: c.LastTerminationState.Terminated},
-		})
-	}
-	return out, nil
-}
-
-// keyConfigSum holds, in a ConfigMap of the watch cache, the checksum of
-// its squid.conf in place of the file. No ConfigMap of an API server has
-// it: a data key cannot hold a "/".
-const keyConfigSum = "sha256/" + keySquidConf
-
-// slimConfigMap keeps of a ConfigMap's data only the checksum of its squid
-// configuration, which is all Observe compares (configSum): the files were
-// most of what the cache held of ConfigMaps. ensure reads a ConfigMap from
-// the API server before it updates one.
-func slimConfigMap(in any) (any, error) {
-	in, err := cache.TransformStripManagedFields()(in)
-	cm, ok := in.(*corev1.ConfigMap)
-	if err != nil || !ok {
-		return in, err
-	}
-	if conf, ok := cm.Data[keySquidConf]; ok {
-		cm.Data = map[string]string{keyConfigSum: squid.ChecksumString(conf)}
-	} else {
-		cm.Data = nil
-	}
-	cm.BinaryData = nil
-	return cm, nil
-}
-
-// slimNode keeps of a Node only its addresses (egressIPs): every node of
-// the cluster is cached, and a node's images and status are large.
-func slimNode(in any) (any, error) {
-	n, ok := in.(*corev1.Node)
-	if !ok {
-		return in, nil
-	}
-	return &corev1.Node{
-		TypeMeta:   n.TypeMeta,
-		ObjectMeta: slimMeta(n.ObjectMeta),
-		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
-	}, nil
-}
-
-// slimMeta keeps what the cache indexes and selects by (namespace, name,
-// labels), what tracks versions and deletion, and nothing else.
-func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Namespace:         m.Namespace,
-		Name:              m.Name,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Labels:            m.Labels,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}
 }
