@@ -18,7 +18,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"go.opentelemetry.io/otel"
@@ -28,8 +27,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -112,18 +109,11 @@ func main() {
 	kingpin.FatalIfError(apiextensionsv1.AddToScheme(scheme), "Cannot add CustomResourceDefinitions to scheme")
 
 	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second
+	cacheOpts, err := cacheOptions(syncInterval)
+	kingpin.FatalIfError(err, "Cannot set up the cache")
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
-		Scheme: scheme,
-		Cache: cache.Options{
-			SyncPeriod: syncInterval,
-			// Nothing reads managed fields, and every cached read deep-copies
-			// them: most of the converging garbage, and so of the peak RSS.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			// The CRD gate reads only names and conditions of CRDs.
-			ByObject: map[client.Object]cache.ByObject{
-				&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-			},
-		},
+		Scheme:                     scheme,
+		Cache:                      cacheOpts,
 		LeaderElection:             *leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-egressproxy",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
