@@ -34,6 +34,8 @@ SPDX-License-Identifier: Apache-2.0
 // object the backend wrote and the watch has not delivered yet is read as
 // the write's response had it (after a delete: from the API server), and a
 // read in the first seconds of the cache waits for its kind to be listed.
+// The cache keeps of each object only what is read and compared (slim.go):
+// a proxy's objects stay in it for as long as the provider runs.
 //
 // The package follows CAPG: service.go holds the small client interface,
 // build.go pure builders of the desired objects, diff.go pure comparison of
