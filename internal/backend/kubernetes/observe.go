@@ -352,9 +352,14 @@ func readiness(dep *appsv1.Deployment, svc *corev1.Service, endpoint string) (bo
 func stuck(st appsv1.DeploymentStatus) string {
 	var msg string
 	for _, c := range st.Conditions {
-		if (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) || c.Reason == reasonDeadline {
+		if stuckCondition(c) {
 			msg += "; " + fmt.Sprintf(msgFmtCondition, c.Type, c.Message)
 		}
 	}
 	return msg
+}
+
+// stuckCondition tells whether c says a rollout is stuck.
+func stuckCondition(c appsv1.DeploymentCondition) bool {
+	return (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) || c.Reason == reasonDeadline
 }

@@ -137,7 +137,7 @@ func slimDeployment(in any) (any, error) {
 		},
 	}
 	for _, c := range d.Status.Conditions {
-		if stuck(appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{c}}) != "" {
+		if stuckCondition(c) {
 			out.Status.Conditions = append(out.Status.Conditions, c)
 		}
 	}
