@@ -203,15 +203,7 @@ func (r *backendRun) writesSecret(ctx SpecContext) {
 func (r *backendRun) carriesRotation(ctx SpecContext) {
 	r.afterReady()
 	const rotation = "e2e-claim-1"
-	c := get(ctx, Default, cluster.ClaimGVK(), r.ns, r.name)
-	p := client.MergeFrom(c.DeepCopy())
-	a := c.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[commonv1alpha1.AnnotationKeyCredentialsRotation] = rotation
-	c.SetAnnotations(a)
-	Expect(env.c.Client.Patch(ctx, c, p)).To(Succeed())
+	annotate(ctx, get(ctx, Default, cluster.ClaimGVK(), r.ns, r.name), commonv1alpha1.AnnotationKeyCredentialsRotation, rotation)
 	Eventually(ctx, func(g Gomega) {
 		r.last = composedOf(ctx, g, r.claim)
 		g.Expect(r.last.mr.GetAnnotations()).To(HaveKeyWithValue(commonv1alpha1.AnnotationKeyCredentialsRotation, rotation))

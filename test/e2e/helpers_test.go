@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best dot-imported.
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best dot-imported.
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,4 +171,18 @@ func deleteAndWait(ctx context.Context, u *unstructured.Unstructured) {
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func() bool { return gone(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName()) }).
 		WithTimeout(changeTimeout).WithPolling(poll).Should(BeTrue(), "%s %s/%s is not deleted", u.GetKind(), u.GetNamespace(), u.GetName())
+}
+
+// annotate sets annotation key to value on u, a resource of the API server,
+// as kubectl annotate --overwrite does, and leaves its other annotations.
+func annotate(ctx context.Context, u *unstructured.Unstructured, key, value string) {
+	GinkgoHelper()
+	p := client.MergeFrom(u.DeepCopy())
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	u.SetAnnotations(a)
+	Expect(env.c.Client.Patch(ctx, u, p)).To(Succeed())
 }

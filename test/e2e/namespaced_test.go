@@ -178,15 +178,7 @@ func (r *namespacedRun) rotates(ctx SpecContext) {
 	before := &corev1.Secret{}
 	Expect(env.c.Client.Get(ctx, client.ObjectKey{Namespace: nsTeam, Name: r.name + "-proxy"}, before)).To(Succeed())
 	const rotation = "e2e-1"
-	xr := get(ctx, Default, nsXRGVK, nsTeam, r.name)
-	p := client.MergeFrom(xr.DeepCopy())
-	a := xr.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[commonv1alpha1.AnnotationKeyCredentialsRotation] = rotation
-	xr.SetAnnotations(a)
-	Expect(env.c.Client.Patch(ctx, xr, p)).To(Succeed())
+	annotate(ctx, get(ctx, Default, nsXRGVK, nsTeam, r.name), commonv1alpha1.AnnotationKeyCredentialsRotation, rotation)
 	Eventually(ctx, func(g Gomega) {
 		_, mr := r.composedMR(ctx, g)
 		g.Expect(mr.GetAnnotations()).To(HaveKeyWithValue(commonv1alpha1.AnnotationKeyCredentialsRotation, rotation), "the managed resource carries the XR's annotation")
