@@ -61,6 +61,7 @@ func main() {
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
 		memLimit         = app.Flag("memory-limit", "Soft limit of the provider's Go heap, such as 96Mi: near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 80% of the container's memory limit, if it has one; 0 turns it off; GOMEMLIMIT, when set, wins.").Default("auto").String()
 		namespace        = app.Flag("namespace", "The provider's own namespace, where it keeps the key of generated proxy passwords (the Secret "+credentialsKeySecret+"). Crossplane's package runtime sets POD_NAMESPACE.").Default("crossplane-system").Envar("POD_NAMESPACE").String()
+		releasePages     = app.Flag("release-startup-pages", "Once the caches have synced, drop the mappings of the binary's pages that only startup used (the kernel maps them again on use): 13-15 MiB less RSS.").Default("true").Bool()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
 	// Each backend declares its own flags.
@@ -126,6 +127,9 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot create controller manager")
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")
 	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add the ready check")
+	if *releasePages {
+		kingpin.FatalIfError(mgr.Add(startupPages{cache: mgr.GetCache(), log: log}), "Cannot add the release of startup pages")
+	}
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
