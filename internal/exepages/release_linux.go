@@ -4,7 +4,7 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package main
+package exepages
 
 import (
 	"os"
@@ -14,21 +14,21 @@ import (
 )
 
 const (
-	errReadMaps = "cannot read /proc/self/maps"
+	errReadMaps = "cannot read /proc/self/smaps"
 	errExe      = "cannot resolve /proc/self/exe"
 	errMadvise  = "cannot release the binary's pages"
 )
 
-// releaseStartupPages drops the process's mappings of its binary's
-// read-only segments (startpages.go says why). It returns how many bytes
+// Release drops the process's mappings of its binary's code and read-only
+// data (the package's doc says why). It returns how many bytes
 // of address space it released; what was resident of them is what the
 // process's RssFile drops by.
-func releaseStartupPages() (uintptr, error) {
+func Release() (uintptr, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, errors.Wrap(err, errExe)
 	}
-	f, err := os.Open("/proc/self/maps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return 0, errors.Wrap(err, errReadMaps)
 	}
@@ -39,7 +39,7 @@ func releaseStartupPages() (uintptr, error) {
 	}
 	var n uintptr
 	for _, m := range ms {
-		// Address and length as the kernel's maps gave them, page aligned;
+		// Address and length as the kernel's smaps gave them, page aligned;
 		// a raw syscall, as unix.Madvise takes a slice.
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.Start, m.End-m.Start, unix.MADV_DONTNEED); errno != 0 {
 			return n, errors.Wrap(errno, errMadvise)
