@@ -49,7 +49,7 @@ func main() {
 		pollWatched      = app.Flag("poll-watched", "How often resources whose backend watches its instances are checked for drift; changes in between arrive through the watch. 0: --poll.").Default("10m").Duration()
 		pollJitter       = app.Flag("poll-jitter", "Moves each poll up to this much earlier or later, at most a tenth of the poll interval.").Default("1m").Duration()
 		pollStateMetric  = app.Flag("poll-state-metric", "How often the state metrics are recorded.").Default("5s").Duration()
-		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles per controller.").Default("10").Int()
+		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles of each managed resource controller (config controllers keep at most 5).").Default("10").Int()
 		timeout          = app.Flag("timeout", "The longest one reconcile, and every backend call in it, may take.").Default("1m").Duration()
 		mgmtPolicies     = app.Flag("enable-management-policies", "Enable support for management policies.").Default("true").Envar("ENABLE_MANAGEMENT_POLICIES").Bool()
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()

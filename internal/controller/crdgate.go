@@ -32,6 +32,9 @@ type crdGate struct {
 // only the names and conditions of CRDs (customresourcesgate's
 // TransformStripCRDSchema, set in cmd/provider).
 func setupCRDGate(mgr ctrl.Manager, o controller.Options) error {
+	// One worker: it reconciles a handful of CRDs, and every worker is an
+	// idle goroutine for the provider's life.
+	o.MaxConcurrentReconciles = 1
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&apiextensionsv1.CustomResourceDefinition{}).
 		Named("crd-gate").

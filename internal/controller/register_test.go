@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
@@ -200,22 +202,18 @@ func memoryCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	return out
 }
 
-// TestTestOnlyBackend wires a backend by its one registration line and runs
-// it through the real managed reconciler on a real API server, with the
-// CRD gate of safe-start: the backend's controllers start only once its
-// CRDs are installed, after the manager.
-func TestTestOnlyBackend(t *testing.T) {
-	e := kube.Start(t)
-	ctrl.SetLogger(logr.Discard())
-	ctx := t.Context()
-
+// startMemoryProvider runs a manager with the memory backend wired by its
+// one registration line, workers workers a managed resource controller and
+// safe-start's CRD gate, until the test ends; the backend's controllers
+// start once its CRDs are installed. It returns the manager's scheme.
+func startMemoryProvider(t *testing.T, e *kube.Env, m *memory, workers int) *runtime.Scheme {
+	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, memoryBackend.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m := &memory{instances: map[string]backend.Instance{}}
 
 	// The one registration line.
 	registrations := []proxy.Registration{memoryController(m)}
@@ -239,7 +237,7 @@ func TestTestOnlyBackend(t *testing.T) {
 	o := proxy.Options{
 		Options: controller.Options{
 			Logger:                  logging.NewLogrLogger(ctrl.Log),
-			MaxConcurrentReconciles: 2,
+			MaxConcurrentReconciles: workers,
 			PollInterval:            time.Second,
 			GlobalRateLimiter:       ratelimiter.NewGlobal(100),
 			Gate:                    new(gate.Gate[schema.GroupVersionKind]),
@@ -255,6 +253,64 @@ func TestTestOnlyBackend(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(mctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+// TestConfigControllerWorkers: the managed resources' controller gets
+// --max-reconcile-rate workers, each config controller config.Workers.
+// Every worker is a goroutine for the provider's life; at a rate of 100
+// the config controllers' idle workers were 5 MB of stacks.
+func TestConfigControllerWorkers(t *testing.T) {
+	e := kube.Start(t)
+	ctrl.SetLogger(logr.Discard())
+	const workers = 50
+	startMemoryProvider(t, e, &memory{instances: map[string]backend.Instance{}}, workers)
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: memoryCRDs(t)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The managed resources' controller; three of configs: the users of
+	// ProviderConfigs, of ClusterProviderConfigs, and InUse; the CRD gate.
+	want := workers + 3*config.Workers + 1
+	kube.Eventually(t, fmt.Sprintf("%d idle workers", want), func() (bool, string) {
+		got := idleWorkers(t)
+		return got == want, fmt.Sprintf("%d idle workers", got)
+	})
+}
+
+// idleWorkers counts the goroutines waiting for an item of a controller's
+// work queue.
+func idleWorkers(t *testing.T) int {
+	t.Helper()
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	// debug=1 groups goroutines by stack: "<count> @ <pcs>", then a line
+	// per frame.
+	n, count := 0, 0
+	for _, l := range strings.Split(b.String(), "\n") {
+		if _, err := fmt.Sscanf(l, "%d @", &count); err == nil {
+			continue
+		}
+		if strings.Contains(l, "priorityqueue.(*priorityqueue[...]).GetWithPriority") {
+			n += count
+			count = 0
+		}
+	}
+	return n
+}
+
+// TestTestOnlyBackend wires a backend by its one registration line and runs
+// it through the real managed reconciler on a real API server, with the
+// CRD gate of safe-start: the backend's controllers start only once its
+// CRDs are installed, after the manager.
+func TestTestOnlyBackend(t *testing.T) {
+	e := kube.Start(t)
+	ctrl.SetLogger(logr.Discard())
+	ctx := t.Context()
+	m := &memory{instances: map[string]backend.Instance{}}
+	s := startMemoryProvider(t, e, m, 2)
 
 	// Safe-start: the CRDs come after the provider started.
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: memoryCRDs(t)}); err != nil {

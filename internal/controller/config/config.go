@@ -36,6 +36,21 @@ import (
 
 const errFmtNewObject = "cannot make an object of kind %s"
 
+// Workers bounds the workers of each controller of configs; the managed
+// resources' controllers keep --max-reconcile-rate. A config's reconcile
+// counts its users from the cache and writes at most its status, and each
+// worker is a goroutine whose stack lasts as long as the provider and is
+// scanned by every garbage collection: at --max-reconcile-rate=100 the
+// seven config controllers of three backends held 700 idle workers, 5 MB
+// of stacks (docs/bench.md, "fewer workers").
+const Workers = 5
+
+// options are o with at most Workers workers.
+func options(o controller.Options) controller.Options {
+	o.MaxConcurrentReconciles = min(o.MaxConcurrentReconciles, Workers)
+	return o
+}
+
 // group is one backend's API group, whose objects come from the scheme by
 // the kinds its description names.
 type group struct {
@@ -160,7 +175,7 @@ func setupUsers(mgr ctrl.Manager, o controller.Options, g group, config schema.G
 	r := NewUsers(mgr.GetClient(), g, config, event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(phase.Options(o, mgr.GetLogger())).
+		WithOptions(phase.Options(options(o), mgr.GetLogger())).
 		For(obj, builder.WithPredicates(inUseChanged())).
 		Watches(mg, settled{h: toConfig(config), delay: usageSettle}, builder.WithPredicates(inUseChanged())).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))

@@ -220,7 +220,7 @@ func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error
 	r := &InUse{client: mgr.GetClient()}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(inUseControllerName).
-		WithOptions(phase.Options(o, mgr.GetLogger())).
+		WithOptions(phase.Options(options(o), mgr.GetLogger())).
 		WithEventFilter(inUseChanged()).
 		Watches(&corev1.Secret{}, toNamespace()).
 		Build(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))
