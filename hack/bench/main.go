@@ -62,6 +62,8 @@ type options struct {
 	faultFor time.Duration
 	// providerFlags are added to the provider's command line.
 	providerFlags []string
+	// providerEnv is added to the provider's environment only.
+	providerEnv []string
 }
 
 func main() {
@@ -79,7 +81,10 @@ func main() {
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --memory-limit=96Mi")
+	var providerEnv string
+	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOGC=50")
 	flag.Parse()
+	o.providerEnv = strings.Fields(providerEnv)
 	o.backends = strings.Split(backends, ",")
 	o.providerFlags = strings.Fields(providerFlags)
 	if o.steady == 0 {
@@ -129,6 +134,9 @@ func run(ctx context.Context, o options) error {
 	extra := ""
 	if len(o.providerFlags) > 0 {
 		extra = " " + strings.Join(o.providerFlags, " ")
+	}
+	if len(o.providerEnv) > 0 {
+		extra += ", provider environment " + strings.Join(o.providerEnv, " ")
 	}
 	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d%s, steady window %s, %d CPUs, load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, extra, o.steady, numCPU(), loadAvg())

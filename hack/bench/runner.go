@@ -290,7 +290,7 @@ func (r *runner) startProvider(ctx context.Context, e *env) (*process, error) {
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprof),
 	}
 	args = append(args, r.o.providerFlags...)
-	p, err := startProcess(filepath.Join(r.dir, "provider.log"), r.providerBin, args, []string{"KUBECONFIG=" + e.kubeconfig})
+	p, err := startProcess(filepath.Join(r.dir, "provider.log"), r.providerBin, args, append([]string{"KUBECONFIG=" + e.kubeconfig}, r.o.providerEnv...))
 	if err != nil {
 		return nil, err
 	}
