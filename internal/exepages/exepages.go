@@ -7,8 +7,9 @@ SPDX-License-Identifier: Apache-2.0
 // Package exepages releases the process's mappings of its own executable's
 // code and read-only data.
 //
-// Why the provider releases them once it has started: the binary is ~60 MB of code and read-only data from ~1100 packages, and
-// each package's init runs code and reads data in its own part of it. The
+// Why the provider releases them once it has started: the binary is
+// ~60 MB of code and read-only data from ~1100 packages, and each
+// package's init runs code and reads data in its own part of it. The
 // kernel maps a page's neighbours along with it (fault-around: ~100 KiB a
 // fault here), so by the time the manager runs nearly the whole binary is
 // mapped: ~50 MiB of the process's RSS (docs/bench.md, "startup pages").
