@@ -191,7 +191,8 @@ func (k *kubeBench) backendCounts() counts { return nil }
 // baseline creates, per MR, what a plain program composing the proxy would:
 // a ConfigMap, a Secret, a Deployment and a Service, with client-go, at the
 // provider's concurrency and client rate limit. Then the same again with
-// server-side apply (ssaBaseline).
+// server-side apply (ssaBaseline), and the writes of the managed
+// reconciler's contract (contractBaseline).
 func (k *kubeBench) baseline(ctx context.Context, r *runner) (*baselineResult, error) {
 	cnt := &counter{}
 	cs, err := kubernetes.NewForConfig(countedConfig(k.target, r.o.rate, cnt))
@@ -227,16 +228,26 @@ func (k *kubeBench) baseline(ctx context.Context, r *runner) (*baselineResult, e
 	res.ready, res.cpu, res.requests = time.Since(t0), selfCPU()-cpu0, cnt.snapshot()
 	res.apiReady = markAPIServer().since(api0)
 	res.ssa, err = k.ssaBaseline(ctx, r, watcher)
-	return res, errors.Wrap(err, "server-side apply baseline")
+	if err != nil {
+		return res, errors.Wrap(err, "server-side apply baseline")
+	}
+	res.contract, err = k.contractBaseline(ctx, r)
+	return res, errors.Wrap(err, "contract baseline")
 }
 
 // countedConfig is cfg with the provider's client rate limit for rate
-// reconciles per second, counting every request in cnt.
+// reconciles per second, counting every request in cnt as the target
+// cluster's.
 func countedConfig(cfg *rest.Config, rate int, cnt *counter) *rest.Config {
+	return countedConfigAs(cfg, rate, cnt, targetCluster)
+}
+
+// countedConfigAs is countedConfig, counting requests as target's.
+func countedConfigAs(cfg *rest.Config, rate int, cnt *counter, target string) *rest.Config {
 	out := ratelimiter.LimitRESTConfig(cfg, rate)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			cnt.inc(targetCluster, req.Method)
+			cnt.inc(target, req.Method)
 			return rt.RoundTrip(req)
 		})
 	})

@@ -105,6 +105,8 @@ type baselineResult struct {
 	apiExist, apiReady float64
 	// ssa is the server-side apply baseline (kubernetes only).
 	ssa *ssaResult
+	// contract is the contract baseline (kubernetes only).
+	contract *contractResult
 }
 
 // result is one backend's figures.
@@ -182,6 +184,9 @@ func (r *result) print(w io.Writer) {
 	if b.ssa != nil {
 		r.printSSA(w, b, b.ssa)
 	}
+	if b.contract != nil {
+		r.printContract(w, b, b.contract)
+	}
 	for _, f := range r.faults {
 		f.print(w, r.n)
 	}
@@ -219,6 +224,26 @@ func (r *result) printSSA(w io.Writer, b *baselineResult, s *ssaResult) {
 	p("\n| requests per MR, by target and verb | SSA create | SSA re-apply |\n|---|---|---|\n")
 	for _, k := range sortedKeys(s.create, s.reapply) {
 		p("| %s %s | %s | %s |\n", k.target, k.verb, num(s.create[k]/n), num(s.reapply[k]/n))
+	}
+}
+
+// printContract compares the provider's time to all Synced with the writes
+// its contract asks for, made by a plain program: what is left between the
+// two is the provider's own cost (reads, caches, watches, deciding).
+func (r *result) printContract(w io.Writer, b *baselineResult, c *contractResult) {
+	n := float64(r.n)
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+	row := func(figure, ours, post, con string, o, pb, cb float64) {
+		p("| %s | %s | %s | %s | %s | %s |\n", figure, ours, post, con, ratio(o, cb), ratio(cb, pb))
+	}
+	p("\ncontract baseline: %s.\n\n", c.what)
+	p("| figure | provider | POST baseline | contract baseline | ours/contract | contract/POST |\n|---|---|---|---|---|---|\n")
+	row("time to all Synced (POST baseline: every object created)", secs(r.synced), secs(b.exist), secs(c.exist), r.synced.Seconds(), b.exist.Seconds(), c.exist.Seconds())
+	row("CPU until all Synced (baselines: bench process)", cpu(r.cpuSynced), cpu(b.cpuExist), cpu(c.cpuExist), r.cpuSynced, b.cpuExist, c.cpuExist)
+	row("apiserver CPU until all Synced", cpu(r.apiSynced), cpu(b.apiExist), cpu(c.apiExist), r.apiSynced, b.apiExist, c.apiExist)
+	p("\n| requests per MR until all Synced, by target and verb | contract baseline |\n|---|---|\n")
+	for _, k := range sortedKeys(c.requests) {
+		p("| %s %s | %s |\n", k.target, k.verb, num(c.requests[k]/n))
 	}
 }
 
