@@ -167,7 +167,7 @@ func (g *gcpBench) baseline(ctx context.Context, r *runner) (*baselineResult, er
 	}
 	defer c.close()
 	res := &baselineResult{
-		what:       fmt.Sprintf("the compute client inserts an address, a firewall rule and an instance per MR, waiting for each operation, %d at a time", r.o.rate),
+		what:       fmt.Sprintf("the compute client inserts an address, reads it, inserts a firewall rule and an instance per MR, waiting for each operation, %d at a time", r.o.rate),
 		readyMeans: "every instance RUNNING",
 	}
 	cpu0, t0 := selfCPU(), time.Now()
