@@ -127,9 +127,11 @@ func (k *kubeBench) contractBaseline(ctx context.Context, r *runner) (*contractR
 		return errors.Wrap(err, "cannot update a status")
 	})
 	res.exist, res.cpuExist, res.apiExist = time.Since(t0), selfCPU()-cpu0, markAPIServer().since(api0)
-	res.requests = cpCnt.snapshot()
-	for k, v := range tCnt.snapshot() {
-		res.requests[k] += v
+	res.requests = counts{}
+	for _, c := range []*counter{cpCnt, tCnt} {
+		for k, v := range c.snapshot() {
+			res.requests[k] += v
+		}
 	}
 	return res, err
 }
