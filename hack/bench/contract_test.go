@@ -16,7 +16,7 @@ func TestPrintContract(t *testing.T) {
 	r := &result{n: 10, synced: 30 * time.Second, cpuSynced: 6, apiSynced: 40}
 	b := &baselineResult{exist: 10 * time.Second, cpuExist: 2, apiExist: 10}
 	c := &contractResult{what: "seven writes", exist: 20 * time.Second, cpuExist: 3, apiExist: 20, requests: counts{
-		{target: controlPlane, verb: "PUT"}:    20,
+		{target: controlPlane, verb: "PUT"}:   20,
 		{target: targetCluster, verb: "POST"}: 40,
 	}}
 	var out strings.Builder
