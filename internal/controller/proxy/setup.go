@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
@@ -161,16 +162,20 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
 	// quietManager: a poll that changes nothing writes nothing;
 	// createResult: no create-succeeded write.
+	// trackingClient and freshGate: no reconcile of a copy older than the
+	// provider's own last write (fresh.go).
+	writes := newLastWrites()
+	kube := trackingClient{Client: mgr.GetClient(), writes: writes}
 	pending := newPendingCreates()
 	opts = append(opts, managed.WithCriticalAnnotationUpdater(createResult{
-		CriticalAnnotationUpdater: managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient()),
+		CriticalAnnotationUpdater: managed.NewRetryingCriticalAnnotationUpdater(kube),
 		pending:                   pending,
 	}))
-	r := managed.NewReconciler(quietManager{Manager: mgr, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
+	r := managed.NewReconciler(quietManager{Manager: mgr, kube: kube, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(phase.Options(o.Options, mgr.GetLogger())).
-		WithEventFilter(desiredStateChanged()).
+		WithEventFilter(predicate.Or(desiredStateChanged(), writes.CaughtUp())).
 		For(obj)
 	if watches {
 		// A backend that watches its instances has a changed one
@@ -188,5 +193,12 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 			})
 		b = b.WatchesRawSource(w.Changes().Source())
 	}
-	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+	// The gate is outside the global rate limiter: a held back reconcile
+	// takes none of the reconciles per second.
+	return b.Complete(freshGate{
+		inner:  ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter),
+		kube:   mgr.GetClient(),
+		newObj: func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
+		writes: writes,
+	})
 }

@@ -34,12 +34,19 @@ import (
 // unchanged resource is equal to the cached one.
 type quietManager struct {
 	ctrl.Manager
+	// kube is the client the quiet one writes through; nil is the
+	// manager's.
+	kube    client.Client
 	written *writtenStatus
 	pending *pendingCreates
 }
 
 func (m quietManager) GetClient() client.Client {
-	return quietClient{Client: m.Manager.GetClient(), written: m.written, pending: m.pending}
+	kube := m.kube
+	if kube == nil {
+		kube = m.Manager.GetClient()
+	}
+	return quietClient{Client: kube, written: m.written, pending: m.pending}
 }
 
 type quietClient struct {

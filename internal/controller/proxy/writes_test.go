@@ -9,6 +9,8 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -92,49 +94,9 @@ func (f roundTripperFn) RoundTrip(r *http.Request) (*http.Response, error) { ret
 func TestWritesPerNewProxy(t *testing.T) {
 	e := kube.Shared(t)
 	ns := e.Namespace(t, "writes")
-	mem := &memoryBackend{instances: map[string]backend.Desired[params]{}}
 	w := &writes{ns: ns, n: map[string]int{}}
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Wrap(w.wrap)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     e.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.Options{
-		Logger:                  logging.NewLogrLogger(ctrl.Log),
-		MaxConcurrentReconciles: 2,
-		PollInterval:            time.Hour,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
-	}
-	if err := config.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	// Up to date once created: converging, not an update, is measured.
-	fns := mem.fns()
-	observe := fns.ObserveFn
-	fns.ObserveFn = func(ctx context.Context, d backend.Desired[params]) (backend.Observation[obs], error) {
-		o, err := observe(ctx, d)
-		o.UpToDate = true
-		return o, err
-	}
-	f := func(context.Context, client.Client, proxy.Config) (backend.Backend[params, obs], error) {
-		return fns, nil
-	}
-	if err := kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}, f); err != nil {
-		t.Fatal(err)
-	}
+	startCounted(t, e, ns, w.wrap)
 	ctx := t.Context()
-	if err := e.Client.Create(ctx, providerConfig(ns)); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 
 	const n = 5
 	for i := range n {
@@ -180,4 +142,184 @@ func TestWritesPerNewProxy(t *testing.T) {
 			t.Errorf("%s: want %d for %d new proxies, got %d", k, v, n, got[k])
 		}
 	}
+}
+
+// startCounted starts a manager with the config controllers and the
+// KubernetesProxy controller on a memory backend, whose requests go through
+// wrap, and a provider config in ns.
+func startCounted(t *testing.T, e *kube.Env, ns string, wrap func(http.RoundTripper) http.RoundTripper) {
+	t.Helper()
+	mem := &memoryBackend{instances: map[string]backend.Desired[params]{}}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     e.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewLogrLogger(ctrl.Log),
+		MaxConcurrentReconciles: 2,
+		PollInterval:            time.Hour,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+	}
+	if err := config.Setup(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	// Up to date once created: converging, not an update, is measured.
+	fns := mem.fns()
+	observe := fns.ObserveFn
+	fns.ObserveFn = func(ctx context.Context, d backend.Desired[params]) (backend.Observation[obs], error) {
+		o, err := observe(ctx, d)
+		o.UpToDate = true
+		return o, err
+	}
+	f := func(context.Context, client.Client, proxy.Config) (backend.Backend[params, obs], error) {
+		return fns, nil
+	}
+	if err := kubernetesproxy.Controller.Setup(mgr, proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(t.Context(), providerConfig(ns)); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestNoReconcileOfStaleCopy delays the manager's watch of KubernetesProxies
+// by 3 s, as a cache under load runs behind the API server, so the requeue
+// that follows Create comes back before the cache has seen Create's writes.
+// A reconcile of that stale copy would conflict on its first write (the
+// finalizer) and be requeued, after observing the instance for nothing;
+// the provider holds it back until the cache has caught up: no conflict.
+func TestNoReconcileOfStaleCopy(t *testing.T) {
+	e := kube.Shared(t)
+	ns := e.Namespace(t, "stale")
+	c := &conflicts{ns: ns, n: map[string]int{}}
+	startCounted(t, e, ns, func(rt http.RoundTripper) http.RoundTripper {
+		return c.wrap(lagging(3*time.Second, "kubernetesproxies", rt))
+	})
+	ctx := t.Context()
+	const n = 3
+	for i := range n {
+		if err := e.Client.Create(ctx, kubernetesProxy(ns, fmt.Sprintf("p%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		nn := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p%d", i)}
+		kube.Eventually(t, "Ready=True", func() (bool, string) {
+			c, err := condition(e.Client, nn, xpv2.TypeReady)
+			return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
+		})
+	}
+	if got := c.snapshot(); len(got) != 0 {
+		t.Errorf("writes of stale copies, by resource: want none, got %v", got)
+	}
+}
+
+// conflicts counts the 409 answers to writes in namespace ns by resource.
+type conflicts struct {
+	ns string
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *conflicts) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFn(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusConflict && strings.Contains(r.URL.Path, "/namespaces/"+c.ns+"/") {
+			c.mu.Lock()
+			c.n[r.Method+" "+resourceOf(r.URL.Path)]++
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (c *conflicts) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+// lagging delays what the watches of resource receive by lag.
+func lagging(lag time.Duration, resource string, rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFn(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err != nil || r.URL.Query().Get("watch") != "true" || !strings.HasSuffix(r.URL.Path, "/"+resource) {
+			return resp, err
+		}
+		resp.Body = newLaggingBody(resp.Body, lag)
+		return resp, nil
+	})
+}
+
+// laggingBody hands out what its body received lag after it arrived.
+type laggingBody struct {
+	body   io.ReadCloser
+	lag    time.Duration
+	chunks chan chunk
+	done   chan struct{}
+	close  sync.Once
+	cur    []byte
+	err    error
+}
+
+type chunk struct {
+	b   []byte
+	at  time.Time
+	err error
+}
+
+func newLaggingBody(body io.ReadCloser, lag time.Duration) *laggingBody {
+	l := &laggingBody{body: body, lag: lag, chunks: make(chan chunk, 1024), done: make(chan struct{})}
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			select {
+			case l.chunks <- chunk{b: buf[:n], at: time.Now(), err: err}:
+			case <-l.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *laggingBody) Read(p []byte) (int, error) {
+	for len(l.cur) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		select {
+		case c := <-l.chunks:
+			select {
+			case <-time.After(time.Until(c.at.Add(l.lag))):
+			case <-l.done:
+				return 0, io.EOF
+			}
+			l.cur, l.err = c.b, c.err
+		case <-l.done:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, l.cur)
+	l.cur = l.cur[n:]
+	return n, nil
+}
+
+func (l *laggingBody) Close() error {
+	l.close.Do(func() { close(l.done) })
+	return l.body.Close()
 }

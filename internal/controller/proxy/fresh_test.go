@@ -1,0 +1,175 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+)
+
+func proxyAt(rv string) *v1alpha1.KubernetesProxy {
+	return &v1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: rv}}
+}
+
+func TestLastWrites(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		reason string
+		wrote  client.Object
+		later  time.Duration
+		cached string
+		// behind is what behind says of the cache at cached; caughtUp what
+		// CaughtUp says of an update to event after it.
+		behind   bool
+		event    string
+		caughtUp bool
+	}{
+		"NoWrite": {
+			reason: "A resource the provider did not write is never held back.",
+			cached: "5", event: "6",
+		},
+		"CacheBehind": {
+			reason: "A cache older than the last write holds the reconcile back, and the update that shows the write wakes it.",
+			wrote:  proxyAt("7"), cached: "5", behind: true, event: "7", caughtUp: true,
+		},
+		"CacheStillBehind": {
+			reason: "An update older than the write does not wake the held back reconcile.",
+			wrote:  proxyAt("7"), cached: "5", behind: true, event: "6",
+		},
+		"CacheAhead": {
+			reason: "A cache that has seen a later version (another writer's) has seen the write.",
+			wrote:  proxyAt("7"), cached: "9", event: "10",
+		},
+		"CacheSaw": {
+			reason: "A cache that has seen the write lets the reconcile run, and the write is forgotten.",
+			wrote:  proxyAt("7"), cached: "7", event: "8",
+		},
+		"WriteTooOld": {
+			reason: "A cache that has not seen a write in maxCacheLag is believed: reconciles must not stop.",
+			wrote:  proxyAt("7"), later: maxCacheLag + time.Second, cached: "5", event: "7",
+		},
+		"NotManaged": {
+			reason: "Writes of anything but managed resources (connection Secrets) are not tracked.",
+			wrote:  &corev1.Secret{ObjectMeta: metav1.ObjectMeta{UID: "uid-p", ResourceVersion: "7"}}, cached: "5", event: "7",
+		},
+		"NoVersionOrder": {
+			reason: "Resource versions that are not integers count as caught up: the cache is believed.",
+			wrote:  proxyAt("b"), cached: "a", event: "c",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			now := t0
+			w := newLastWrites()
+			w.now = func() time.Time { return now }
+			if tc.wrote != nil {
+				w.wrote(tc.wrote)
+			}
+			now = now.Add(tc.later)
+			if diff := cmp.Diff(tc.behind, w.behind(proxyAt(tc.cached))); diff != "" {
+				t.Errorf("\n%s\nbehind(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			got := w.CaughtUp().Update(event.UpdateEvent{ObjectOld: proxyAt(tc.cached), ObjectNew: proxyAt(tc.event)})
+			if diff := cmp.Diff(tc.caughtUp, got); diff != "" {
+				t.Errorf("\n%s\nCaughtUp().Update(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			// Once woken, or believed, the write is forgotten.
+			if w.behind(proxyAt(tc.cached)) && !tc.behind {
+				t.Errorf("\n%s\nbehind(...) after the update: want false", tc.reason)
+			}
+		})
+	}
+}
+
+func TestCaughtUpOnlyWakesHeldBack(t *testing.T) {
+	w := newLastWrites()
+	w.wrote(proxyAt("7"))
+	p := w.CaughtUp()
+	// No reconcile was held back: the update of the provider's own write
+	// stays filtered, as without the gate.
+	if p.Update(event.UpdateEvent{ObjectOld: proxyAt("5"), ObjectNew: proxyAt("7")}) {
+		t.Error("CaughtUp().Update(...): want false when no reconcile waits")
+	}
+	o := proxyAt("7")
+	if p.Create(event.CreateEvent{Object: o}) || p.Delete(event.DeleteEvent{Object: o}) || p.Generic(event.GenericEvent{Object: o}) {
+		t.Error("CaughtUp() passes a create, delete or generic event: want only updates")
+	}
+}
+
+// cacheOf is a cache that holds one resource, or none.
+type cacheOf struct {
+	client.Reader
+	p *v1alpha1.KubernetesProxy
+}
+
+func (c cacheOf) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if c.p == nil || key != client.ObjectKeyFromObject(c.p) {
+		return kerrors.NewNotFound(v1alpha1.SchemeGroupVersion.WithResource("kubernetesproxies").GroupResource(), key.Name)
+	}
+	c.p.DeepCopyInto(obj.(*v1alpha1.KubernetesProxy)) //nolint:forcetypeassert // The gate asks for what newObj makes.
+	return nil
+}
+
+type countingReconciler int
+
+func (c *countingReconciler) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	*c++
+	return reconcile.Result{}, nil
+}
+
+func TestFreshGate(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		cached  *v1alpha1.KubernetesProxy
+		wrote   string
+		want    reconcile.Result
+		reached int
+	}{
+		"Fresh": {
+			reason: "A resource the cache has as the provider last wrote it is reconciled.",
+			cached: proxyAt("7"), wrote: "7", reached: 1,
+		},
+		"Stale": {
+			reason: "A resource the cache has older than the provider last wrote it waits, and is not reconciled.",
+			cached: proxyAt("5"), wrote: "7", want: reconcile.Result{RequeueAfter: staleRetry},
+		},
+		"Gone": {
+			reason: "A resource the cache does not have is the inner reconciler's to meet.",
+			wrote:  "7", reached: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newLastWrites()
+			w.wrote(proxyAt(tc.wrote))
+			var inner countingReconciler
+			g := freshGate{inner: &inner, kube: cacheOf{p: tc.cached}, newObj: func() client.Object { return &v1alpha1.KubernetesProxy{} }, writes: w}
+			got, err := g.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nReconcile(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.reached, int(inner)); diff != "" {
+				t.Errorf("\n%s\ninner reconciles: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
