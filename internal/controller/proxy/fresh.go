@@ -13,6 +13,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -132,6 +133,7 @@ type freshGate struct {
 	kube   client.Reader
 	newObj func() client.Object
 	writes *lastWrites
+	held   *heldBack
 }
 
 func (g freshGate) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -139,9 +141,42 @@ func (g freshGate) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	// Only read: the cache's own object needs no copy. Any error is the
 	// inner reconciler's to meet.
 	if err := g.kube.Get(ctx, req.NamespacedName, o, client.UnsafeDisableDeepCopy); err == nil && g.writes.behind(o) {
+		g.held.hold(req)
 		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
 	return g.inner.Reconcile(ctx, req)
+}
+
+// heldBack are the requests the gate has just held back. controller-runtime
+// forgets a request's failures when its reconcile asks to come back after a
+// delay, as after a success; a hold-back is none: a failed reconcile that
+// wrote its status (a new error message) is followed by a hold-back, and
+// its error backoff must go on growing, or a backend that fails with a new
+// message every time would be retried every second.
+type heldBack struct {
+	m sync.Map
+}
+
+func (h *heldBack) hold(r reconcile.Request) { h.m.Store(r, struct{}{}) }
+
+// release tells whether r was held back, once.
+func (h *heldBack) release(r reconcile.Request) bool {
+	_, ok := h.m.LoadAndDelete(r)
+	return ok
+}
+
+// keepBackoff is a controller's rate limiter that does not forget the
+// failures of a request the gate held back.
+type keepBackoff struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	held *heldBack
+}
+
+func (k keepBackoff) Forget(r reconcile.Request) {
+	if k.held.release(r) {
+		return
+	}
+	k.TypedRateLimiter.Forget(r)
 }
 
 // trackingClient records the writes of managed resources it makes in

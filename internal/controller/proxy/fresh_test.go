@@ -16,6 +16,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -159,8 +160,10 @@ func TestFreshGate(t *testing.T) {
 			w := newLastWrites()
 			w.wrote(proxyAt(tc.wrote))
 			var inner countingReconciler
-			g := freshGate{inner: &inner, kube: cacheOf{p: tc.cached}, newObj: func() client.Object { return &v1alpha1.KubernetesProxy{} }, writes: w}
-			got, err := g.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			held := &heldBack{}
+			g := freshGate{inner: &inner, kube: cacheOf{p: tc.cached}, newObj: func() client.Object { return &v1alpha1.KubernetesProxy{} }, writes: w, held: held}
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}
+			got, err := g.Reconcile(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,6 +173,29 @@ func TestFreshGate(t *testing.T) {
 			if diff := cmp.Diff(tc.reached, int(inner)); diff != "" {
 				t.Errorf("\n%s\ninner reconciles: -want, +got:\n%s", tc.reason, diff)
 			}
+			if diff := cmp.Diff(tc.reached == 0, held.release(req)); diff != "" {
+				t.Errorf("\n%s\nheld back: -want, +got:\n%s", tc.reason, diff)
+			}
 		})
+	}
+}
+
+func TestKeepBackoff(t *testing.T) {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}
+	held := &heldBack{}
+	rl := keepBackoff{TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute), held: held}
+	// Two failed reconciles: the next retry waits 4 s.
+	rl.When(req)
+	rl.When(req)
+	// A hold-back is forgotten as a success would be; the failures stay.
+	held.hold(req)
+	rl.Forget(req)
+	if diff := cmp.Diff(4*time.Second, rl.When(req)); diff != "" {
+		t.Errorf("When(...) after a hold-back: -want, +got:\n%s", diff)
+	}
+	// A success still forgets them.
+	rl.Forget(req)
+	if diff := cmp.Diff(time.Second, rl.When(req)); diff != "" {
+		t.Errorf("When(...) after a success: -want, +got:\n%s", diff)
 	}
 }

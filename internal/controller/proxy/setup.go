@@ -172,9 +172,12 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		pending:                   pending,
 	}))
 	r := managed.NewReconciler(quietManager{Manager: mgr, kube: kube, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
+	held := &heldBack{}
+	co := phase.Options(o.Options, mgr.GetLogger())
+	co.RateLimiter = keepBackoff{TypedRateLimiter: co.RateLimiter, held: held}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(phase.Options(o.Options, mgr.GetLogger())).
+		WithOptions(co).
 		WithEventFilter(predicate.Or(desiredStateChanged(), writes.CaughtUp())).
 		For(obj)
 	if watches {
@@ -200,5 +203,6 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		kube:   mgr.GetClient(),
 		newObj: func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
 		writes: writes,
+		held:   held,
 	})
 }
