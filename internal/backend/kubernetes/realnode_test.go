@@ -80,6 +80,11 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 	t.Logf("Deployment available and Observe Ready %s after Create: %q", time.Since(created).Round(time.Millisecond), o.Message)
 
 	podIP := proxyPodIP(ctx, t, env.Client, ns)
+	// The pod's network namespace is a file in the node's own folder, which
+	// the node removes when it stops: none is left in the host's /run/netns.
+	if files, err := n.PodNetNS(); err != nil || len(files) == 0 {
+		t.Errorf("the node's pods' network namespaces: want at least one in the node's folder, got %v, %v", files, err)
+	}
 	cases := map[string]struct {
 		reason string
 		user   *url.Userinfo

@@ -10,6 +10,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -71,4 +73,20 @@ func (n *Node) forward(addr string) (net.Listener, error) {
 		}
 	}()
 	return l, nil
+}
+
+// PodNetNS lists the files of the node's pods' network namespaces. They are
+// in the node's own folder (its private /run/netns), which Stop removes,
+// never in the host's /run/netns.
+func (n *Node) PodNetNS() ([]string, error) {
+	d := n.path("mnt", "run_netns")
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, 0, len(ents))
+	for _, e := range ents {
+		files = append(files, filepath.Join(d, e.Name()))
+	}
+	return files, nil
 }

@@ -58,10 +58,14 @@ const (
 )
 
 // Host folders the node's components insist on; each is a bind mount of a
-// private folder inside the node's mount namespace.
+// private folder inside the node's mount namespace. /run/netns holds the
+// pods' network namespaces (containerd bind-mounts each on a file there):
+// the mounts vanish with the node's mount namespace, but in the host's
+// folder the files stayed behind, a few more with every run.
 var privateDirs = []string{
 	"/var/lib/kubelet", "/var/log/containers", "/var/log/pods",
 	"/run/containerd", "/var/lib/cni", "/var/lib/containerd", "/etc/cni/net.d",
+	"/run/netns",
 }
 
 // Kernel settings the kubelet writes at start. They are global, so inside
