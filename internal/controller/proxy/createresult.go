@@ -64,15 +64,10 @@ func (p *pendingCreates) wrote(o client.Object) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, known := p.saved[o.GetUID()]; !known && len(p.saved) >= maxWritten {
-		// A Create that never returned (the process is still here, so
-		// it timed out) leaves its entry: drop any one. A dropped entry
-		// costs one write that was not needed.
-		for uid := range p.saved {
-			delete(p.saved, uid)
-			break
-		}
-	}
+	// A Create that never returned (the process is still here, so it timed
+	// out) leaves its entry. A dropped entry costs one write that was not
+	// needed.
+	makeRoom(p.saved, o.GetUID())
 	p.saved[o.GetUID()] = s
 }
 

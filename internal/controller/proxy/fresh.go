@@ -67,14 +67,9 @@ func (w *lastWrites) wrote(o client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, known := w.last[o.GetUID()]; !known && len(w.last) >= maxWritten {
-		// The write of a deleted resource is never seen: drop any one. A
-		// dropped write costs at most one reconcile on a stale copy.
-		for uid := range w.last {
-			delete(w.last, uid)
-			break
-		}
-	}
+	// The write of a deleted resource is never seen. A dropped write costs
+	// at most one reconcile of a stale copy.
+	makeRoom(w.last, o.GetUID())
 	w.last[o.GetUID()] = lastWrite{resourceVersion: o.GetResourceVersion(), at: w.now()}
 }
 

@@ -8,6 +8,7 @@ package proxy
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -197,5 +198,33 @@ func TestKeepBackoff(t *testing.T) {
 	rl.Forget(req)
 	if diff := cmp.Diff(time.Second, rl.When(req)); diff != "" {
 		t.Errorf("When(...) after a success: -want, +got:\n%s", diff)
+	}
+}
+
+func TestMakeRoom(t *testing.T) {
+	full := func() map[types.UID]int {
+		m := make(map[types.UID]int, maxWritten)
+		for i := range maxWritten {
+			m[types.UID(strconv.Itoa(i))] = i
+		}
+		return m
+	}
+	cases := map[string]struct {
+		reason string
+		m      map[types.UID]int
+		uid    types.UID
+		want   int
+	}{
+		"Room":  {reason: "A map below the bound keeps everything.", m: map[types.UID]int{"a": 1}, uid: "b", want: 1},
+		"Known": {reason: "A full map keeps everything when the resource already has an entry.", m: full(), uid: "7", want: maxWritten},
+		"Full":  {reason: "A full map drops one entry for a new resource.", m: full(), uid: "new", want: maxWritten - 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			makeRoom(tc.m, tc.uid)
+			if diff := cmp.Diff(tc.want, len(tc.m)); diff != "" {
+				t.Errorf("\n%s\nlen after makeRoom(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

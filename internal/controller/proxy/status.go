@@ -223,6 +223,19 @@ func statusSum(obj client.Object) ([sha256.Size]byte, bool) {
 // cache has seen them, so only those of deleted resources pile up.
 const maxWritten = 4096
 
+// makeRoom drops any one entry of m when it holds maxWritten and uid is not
+// among them: the provider's write memories are hints, each forgotten one
+// costs at most a request, and a map per resource must not grow for ever.
+func makeRoom[V any](m map[types.UID]V, uid types.UID) {
+	if _, known := m[uid]; known || len(m) < maxWritten {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
+}
+
 // writtenStatus remembers the provider's last status write of each
 // resource until the cache has seen it.
 type writtenStatus struct {
@@ -246,14 +259,9 @@ func (w *writtenStatus) wrote(obj client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, known := w.last[obj.GetUID()]; !known && len(w.last) >= maxWritten {
-		// The write of a deleted resource is never seen: drop any one. A
-		// dropped write costs at most one write that was not needed.
-		for uid := range w.last {
-			delete(w.last, uid)
-			break
-		}
-	}
+	// The write of a deleted resource is never seen. A dropped write costs
+	// at most one write that was not needed.
+	makeRoom(w.last, obj.GetUID())
 	w.last[obj.GetUID()] = written{resourceVersion: obj.GetResourceVersion(), sum: sum}
 }
 

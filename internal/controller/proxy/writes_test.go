@@ -96,21 +96,9 @@ func TestWritesPerNewProxy(t *testing.T) {
 	ns := e.Namespace(t, "writes")
 	w := &writes{ns: ns, n: map[string]int{}}
 	startCounted(t, e, ns, w.wrap)
-	ctx := t.Context()
 
 	const n = 5
-	for i := range n {
-		if err := e.Client.Create(ctx, kubernetesProxy(ns, fmt.Sprintf("p%d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range n {
-		nn := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p%d", i)}
-		kube.Eventually(t, "Ready=True", func() (bool, string) {
-			c, err := condition(e.Client, nn, xpv2.TypeReady)
-			return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
-		})
-	}
+	createReady(t, e, ns, n)
 	// Whatever follows Ready (a requeue, an event) belongs to converging.
 	time.Sleep(3 * time.Second)
 	got := w.snapshot()
@@ -205,10 +193,19 @@ func TestNoReconcileOfStaleCopy(t *testing.T) {
 	startCounted(t, e, ns, func(rt http.RoundTripper) http.RoundTripper {
 		return c.wrap(lagging(3*time.Second, "kubernetesproxies", rt))
 	})
-	ctx := t.Context()
 	const n = 3
+	createReady(t, e, ns, n)
+	if got := c.snapshot(); len(got) != 0 {
+		t.Errorf("writes of stale copies, by resource: want none, got %v", got)
+	}
+}
+
+// createReady creates n KubernetesProxies p0, p1, ... in ns and waits until
+// each is Ready.
+func createReady(t *testing.T, e *kube.Env, ns string, n int) {
+	t.Helper()
 	for i := range n {
-		if err := e.Client.Create(ctx, kubernetesProxy(ns, fmt.Sprintf("p%d", i))); err != nil {
+		if err := e.Client.Create(t.Context(), kubernetesProxy(ns, fmt.Sprintf("p%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,9 +215,6 @@ func TestNoReconcileOfStaleCopy(t *testing.T) {
 			c, err := condition(e.Client, nn, xpv2.TypeReady)
 			return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
 		})
-	}
-	if got := c.snapshot(); len(got) != 0 {
-		t.Errorf("writes of stale copies, by resource: want none, got %v", got)
 	}
 }
 
