@@ -114,8 +114,14 @@ func heldOf(o client.Object) []string {
 }
 
 // Reconcile sets or removes the finalizers of the Secrets, and removes
-// FinalizerConfigInUse from the configs, of the namespace req.Name.
+// FinalizerConfigInUse from the configs, of the namespace req.Name. A
+// conflict (finalize's patches carry the version read) is requeued without
+// an error: the next pass reads the newer object.
 func (r *InUse) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return errors.SilentlyRequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *InUse) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := req.Name
 	secrets := map[string]bool{}
 	for _, g := range r.current() {

@@ -61,7 +61,15 @@ func NewUsers(c client.Client, g group, kind schema.GroupVersionKind, r event.Re
 // Reconcile counts the users of the config req names. It writes only what
 // changes: with N new proxies converging, the config is counted every
 // usageSettle, and a count that did not move writes nothing.
+//
+// A conflict is requeued without an error: the health check patches the
+// same status (health.go), so at a start the two writes of a new config
+// meet, and counting again from the cache is all a conflict asks for.
 func (r *Users) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return errors.SilentlyRequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Users) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	o, err := r.group.object(r.kind)
 	if err != nil {
 		return reconcile.Result{}, err
