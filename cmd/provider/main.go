@@ -21,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"go.opentelemetry.io/otel"
+	"go.uber.org/zap/zapcore"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -33,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/apiwarning"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -73,7 +75,8 @@ func main() {
 	kingpin.FatalIfError(err, "Invalid flag")
 
 	// Values are encoded only into messages that are logged (lazylog.go).
-	zl := withLazyValues(zap.New(zap.UseDevMode(*debug)))
+	// Milliseconds: a reconcile's steps are apart by less than a second.
+	zl := withLazyValues(zap.New(zap.UseDevMode(*debug), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
@@ -87,6 +90,7 @@ func main() {
 
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
+	cfg.WarningHandlerWithContext = apiwarning.NewLogger()
 
 	// One client for the provider's own reads before the manager starts.
 	core, err := corev1client.NewForConfig(cfg)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/apiwarning"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -138,6 +139,7 @@ func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, err
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = f.timeout
 	rc.UserAgent = "provider-egressproxy"
+	rc.WarningHandlerWithContext = apiwarning.NewLogger("target", p.Config)
 	switch {
 	case rc.QPS != 0:
 	case f.rate > 0:
