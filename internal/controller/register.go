@@ -63,6 +63,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 		if err := setupCRDGate(mgr, o.Options); err != nil {
 			return errors.Wrap(err, errGate)
 		}
+		openServed(mgr.GetRESTMapper(), o.Gate, backends)
 	}
 	for _, b := range backends {
 		start := func() error {
