@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -41,12 +43,29 @@ const (
 	maxCacheLag = 30 * time.Second
 )
 
+// cacheLag is how long the manager's cache took to show the provider's own
+// writes of managed resources: the time from a write's response to the
+// watch event that carries it. A lag of seconds is an API server (or a
+// provider) short of CPU; reconciles of those resources wait for it
+// (freshGate) rather than conflict.
+var cacheLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "egressproxy_cache_lag_seconds",
+	Help:    "Time from the provider's write of a managed resource to the watch event that shows it in the provider's cache, by kind.",
+	Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+}, []string{"kind"})
+
+func init() {
+	metrics.Registry.MustRegister(cacheLag)
+}
+
 // lastWrites remembers, per resource, the resource version of the
 // provider's last write of it, until the cache has seen that version.
 type lastWrites struct {
 	mu   sync.Mutex
 	last map[types.UID]lastWrite
 	now  func() time.Time
+	// lag observes how long the cache took to show a write.
+	lag prometheus.Observer
 }
 
 type lastWrite struct {
@@ -56,8 +75,8 @@ type lastWrite struct {
 	waiting bool
 }
 
-func newLastWrites() *lastWrites {
-	return &lastWrites{last: map[types.UID]lastWrite{}, now: time.Now}
+func newLastWrites(lag prometheus.Observer) *lastWrites {
+	return &lastWrites{last: map[types.UID]lastWrite{}, now: time.Now, lag: lag}
 }
 
 // wrote records a write of o, if o is a managed resource.
@@ -84,6 +103,10 @@ func (w *lastWrites) behind(cached client.Object) bool {
 	if !ok {
 		return false
 	}
+	// A write the cache has seen, but whose event CaughtUp did not see
+	// after the write was recorded, is not observed: its event came before
+	// the write's response (the watch has a connection of its own), or was
+	// read before the cache's handlers ran; either way its lag is not known.
 	if atLeast(cached.GetResourceVersion(), l.resourceVersion) || w.now().Sub(l.at) > maxCacheLag {
 		delete(w.last, cached.GetUID())
 		return false
@@ -94,7 +117,8 @@ func (w *lastWrites) behind(cached client.Object) bool {
 }
 
 // caughtUp tells whether o, as the cache now has it, is the version a held
-// back reconcile waits for. A write the cache has seen is forgotten.
+// back reconcile waits for. A write the cache has seen is forgotten, and
+// how long the cache took to see it observed.
 func (w *lastWrites) caughtUp(o client.Object) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -103,12 +127,16 @@ func (w *lastWrites) caughtUp(o client.Object) bool {
 		return false
 	}
 	delete(w.last, o.GetUID())
+	w.lag.Observe(w.now().Sub(l.at).Seconds())
 	return l.waiting
 }
 
 // CaughtUp passes the update that shows the cache has seen a write a held
 // back reconcile waits for, so that reconcile runs at once. Every other
-// event is left to the controller's other predicates.
+// event is left to the controller's other predicates. It must come first
+// among them (predicate.Or stops at the first that passes): it sees every
+// update, so each write is forgotten, and its lag observed, as its event
+// arrives.
 func (w *lastWrites) CaughtUp() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },

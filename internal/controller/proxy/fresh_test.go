@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,13 @@ func proxyAt(rv string) *v1alpha1.KubernetesProxy {
 	return &v1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: rv}}
 }
 
+// lags records the cache lags observed.
+type lags []float64
+
+func (l *lags) Observe(v float64) { *l = append(*l, v) }
+
 func TestLastWrites(t *testing.T) {
+	const eventAfter = 2 * time.Second
 	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		reason string
@@ -41,6 +48,9 @@ func TestLastWrites(t *testing.T) {
 		behind   bool
 		event    string
 		caughtUp bool
+		// lags are the cache lags observed; the event comes eventAfter
+		// the read.
+		lags []float64
 	}{
 		"NoWrite": {
 			reason: "A resource the provider did not write is never held back.",
@@ -48,7 +58,7 @@ func TestLastWrites(t *testing.T) {
 		},
 		"CacheBehind": {
 			reason: "A cache older than the last write holds the reconcile back, and the update that shows the write wakes it.",
-			wrote:  proxyAt("7"), cached: "5", behind: true, event: "7", caughtUp: true,
+			wrote:  proxyAt("7"), cached: "5", behind: true, event: "7", caughtUp: true, lags: []float64{eventAfter.Seconds()},
 		},
 		"CacheStillBehind": {
 			reason: "An update older than the write does not wake the held back reconcile.",
@@ -78,7 +88,8 @@ func TestLastWrites(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			now := t0
-			w := newLastWrites()
+			l := &lags{}
+			w := newLastWrites(l)
 			w.now = func() time.Time { return now }
 			if tc.wrote != nil {
 				w.wrote(tc.wrote)
@@ -87,6 +98,7 @@ func TestLastWrites(t *testing.T) {
 			if diff := cmp.Diff(tc.behind, w.behind(proxyAt(tc.cached))); diff != "" {
 				t.Errorf("\n%s\nbehind(...): -want, +got:\n%s", tc.reason, diff)
 			}
+			now = now.Add(eventAfter)
 			got := w.CaughtUp().Update(event.UpdateEvent{ObjectOld: proxyAt(tc.cached), ObjectNew: proxyAt(tc.event)})
 			if diff := cmp.Diff(tc.caughtUp, got); diff != "" {
 				t.Errorf("\n%s\nCaughtUp().Update(...): -want, +got:\n%s", tc.reason, diff)
@@ -95,12 +107,15 @@ func TestLastWrites(t *testing.T) {
 			if w.behind(proxyAt(tc.cached)) && !tc.behind {
 				t.Errorf("\n%s\nbehind(...) after the update: want false", tc.reason)
 			}
+			if diff := cmp.Diff(tc.lags, []float64(*l), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("\n%s\ncache lags observed: -want, +got:\n%s", tc.reason, diff)
+			}
 		})
 	}
 }
 
 func TestCaughtUpOnlyWakesHeldBack(t *testing.T) {
-	w := newLastWrites()
+	w := newLastWrites(&lags{})
 	w.wrote(proxyAt("7"))
 	p := w.CaughtUp()
 	// No reconcile was held back: the update of the provider's own write
@@ -158,7 +173,7 @@ func TestFreshGate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w := newLastWrites()
+			w := newLastWrites(&lags{})
 			w.wrote(proxyAt(tc.wrote))
 			var inner countingReconciler
 			held := &heldBack{}

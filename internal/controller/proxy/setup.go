@@ -164,7 +164,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	// createResult: no create-succeeded write.
 	// trackingClient and freshGate: no reconcile of a copy older than the
 	// provider's own last write (fresh.go).
-	writes := newLastWrites()
+	writes := newLastWrites(cacheLag.WithLabelValues(gvk.Kind))
 	kube := trackingClient{Client: mgr.GetClient(), writes: writes}
 	pending := newPendingCreates()
 	opts = append(opts, managed.WithCriticalAnnotationUpdater(createResult{
@@ -178,7 +178,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(co).
-		WithEventFilter(predicate.Or(desiredStateChanged(), writes.CaughtUp())).
+		WithEventFilter(predicate.Or(writes.CaughtUp(), desiredStateChanged())).
 		For(obj)
 	if watches {
 		// A backend that watches its instances has a changed one
