@@ -39,6 +39,7 @@ import (
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/version"
+	"github.com/egressproxy/provider-egressproxy/internal/watchconn"
 )
 
 func main() {
@@ -116,7 +117,11 @@ func main() {
 	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second
 	cacheOpts, err := cacheOptions(syncInterval)
 	kingpin.FatalIfError(err, "Cannot set up the cache")
-	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
+	mcfg := ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate)
+	// The cache's lists and watches on a connection of their own.
+	cacheOpts.HTTPClient, err = watchconn.NewHTTPClient(mcfg)
+	kingpin.FatalIfError(err, "Cannot set up the cache's connection")
+	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
 		Scheme:                     scheme,
 		Cache:                      cacheOpts,
 		LeaderElection:             *leaderElection,

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/watchconn"
 )
 
 // pendingTTL bounds how long a read of an object this backend wrote goes to
@@ -151,7 +152,13 @@ func (w *watchCache) start() bool {
 	if err != nil {
 		return false
 	}
+	// Watches on a connection of their own, not among the writes' responses.
+	hc, err := watchconn.NewHTTPClient(w.cfg)
+	if err != nil {
+		return false
+	}
 	c, err := cache.New(w.cfg, cache.Options{
+		HTTPClient:           hc,
 		Scheme:               w.scheme,
 		DefaultLabelSelector: labels.NewSelector().Add(*ours),
 		ByObject: map[client.Object]cache.ByObject{
