@@ -196,6 +196,8 @@ func (w *watchCache) start() bool {
 	w.cache, w.cancel, w.done = c, cancel, make(chan struct{})
 	go func() {
 		defer close(w.done)
+		// A stopped cache's connection goes with it, not when idle.
+		defer hc.CloseIdleConnections()
 		_ = c.Start(ctx)
 	}()
 	return true
