@@ -15,10 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,7 +25,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 )
@@ -37,19 +34,8 @@ import (
 // the status of the same configs, and a provider that starts with a new
 // config met it at every start, logged as an error with a stack trace.
 func TestConflictRequeues(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := apis.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	var g group
-	for _, b := range apis.Backends {
-		if b.Managed == kubernetesv1alpha1.KubernetesProxyGroupVersionKind {
-			g = group{Backend: b, scheme: s}
-		}
-	}
+	s := testScheme(t)
+	g := kubernetesGroup(t, s)
 	conflict := kerrors.NewConflict(schema.GroupResource{Group: "kubernetes.m.egressproxy.io", Resource: "providerconfigs"}, "default", nil)
 	boom := kerrors.NewServiceUnavailable("etcd is gone")
 	// A new config with a user: the first count adds the finalizer, then

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +25,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 )
 
@@ -44,10 +42,7 @@ func proxyUsing(ns, name, kind, config string) *kubernetesv1alpha1.KubernetesPro
 // each step changes the world, reconciles both configs, and checks what was
 // written and what the configs hold.
 func TestUsers(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := testScheme(t)
 	pc := &kubernetesv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "default"}}
 	cpc := &kubernetesv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	writes := 0
@@ -72,12 +67,7 @@ func TestUsers(t *testing.T) {
 			},
 		}).Build()
 	events := record.NewFakeRecorder(10)
-	var g group
-	for _, b := range apis.Backends {
-		if b.Managed == kubernetesv1alpha1.KubernetesProxyGroupVersionKind {
-			g = group{Backend: b, scheme: s}
-		}
-	}
+	g := kubernetesGroup(t, s)
 	configs := []struct {
 		r   *Users
 		req reconcile.Request

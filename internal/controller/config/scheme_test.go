@@ -1,0 +1,41 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package config
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
+	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+)
+
+// testScheme has the core kinds and every backend's.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// kubernetesGroup is the kubernetes backend's group of kinds.
+func kubernetesGroup(t *testing.T, s *runtime.Scheme) group {
+	t.Helper()
+	for _, b := range apis.Backends {
+		if b.Managed == kubernetesv1alpha1.KubernetesProxyGroupVersionKind {
+			return group{Backend: b, scheme: s}
+		}
+	}
+	t.Fatal("no kubernetes backend in apis.Backends")
+	return group{}
+}
