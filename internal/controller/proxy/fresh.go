@@ -79,10 +79,11 @@ func newLastWrites(lag prometheus.Observer) *lastWrites {
 	return &lastWrites{last: map[types.UID]lastWrite{}, now: time.Now, lag: lag}
 }
 
-// wrote records a write of o, if o is a managed resource.
-func (w *lastWrites) wrote(o client.Object) {
+// wrote records a write of o, if o is a managed resource, and tells
+// whether it did.
+func (w *lastWrites) wrote(o client.Object) bool {
 	if _, ok := o.(resource.Managed); !ok || o.GetUID() == "" {
-		return
+		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,6 +91,7 @@ func (w *lastWrites) wrote(o client.Object) {
 	// at most one reconcile of a stale copy.
 	makeRoom(w.last, o.GetUID())
 	w.last[o.GetUID()] = lastWrite{resourceVersion: o.GetResourceVersion(), at: w.now()}
+	return true
 }
 
 // behind tells whether cached is older than the provider's last write of
@@ -103,10 +105,9 @@ func (w *lastWrites) behind(cached client.Object) bool {
 	if !ok {
 		return false
 	}
-	// A write the cache has seen, but whose event CaughtUp did not see
-	// after the write was recorded, is not observed: its event came before
-	// the write's response (the watch has a connection of its own), or was
-	// read before the cache's handlers ran; either way its lag is not known.
+	// A write the cache has seen, but whose event neither CaughtUp nor
+	// trackingClient saw after the write was recorded, is not observed: its
+	// lag is not known.
 	if atLeast(cached.GetResourceVersion(), l.resourceVersion) || w.now().Sub(l.at) > maxCacheLag {
 		delete(w.last, cached.GetUID())
 		return false
@@ -203,16 +204,37 @@ func (k keepBackoff) Forget(r reconcile.Request) {
 }
 
 // trackingClient records the writes of managed resources it makes in
-// writes.
+// writes. Client reads from the manager's cache.
 type trackingClient struct {
 	client.Client
 	writes *lastWrites
+	// newObj makes an empty object of the managed kind.
+	newObj func() client.Object
+}
+
+// record records a write of o, then looks whether the cache already has it:
+// the watch has a connection of its own, and the event of a write often
+// arrives before the write's response. Such a write's lag is observed as
+// the time from its record to the look (none, give or take): left for
+// CaughtUp, which saw its event before there was a record, it would never
+// be observed, and the lag's quantiles would count only the slow writes.
+// Recording first leaves no gap: an event arriving between the record and
+// the look is CaughtUp's, and the look then finds no record.
+func (c trackingClient) record(ctx context.Context, o client.Object) {
+	if !c.writes.wrote(o) {
+		return
+	}
+	cached := c.newObj()
+	// Only read: the cache's own object needs no copy.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), cached, client.UnsafeDisableDeepCopy); err == nil {
+		c.writes.caughtUp(cached)
+	}
 }
 
 func (c trackingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	err := c.Client.Update(ctx, obj, opts...)
 	if err == nil {
-		c.writes.wrote(obj)
+		c.record(ctx, obj)
 	}
 	return err
 }
@@ -220,24 +242,24 @@ func (c trackingClient) Update(ctx context.Context, obj client.Object, opts ...c
 func (c trackingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	err := c.Client.Patch(ctx, obj, patch, opts...)
 	if err == nil {
-		c.writes.wrote(obj)
+		c.record(ctx, obj)
 	}
 	return err
 }
 
 func (c trackingClient) Status() client.SubResourceWriter {
-	return trackingStatus{SubResourceWriter: c.Client.Status(), writes: c.writes}
+	return trackingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
 type trackingStatus struct {
 	client.SubResourceWriter
-	writes *lastWrites
+	c trackingClient
 }
 
 func (s trackingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	err := s.SubResourceWriter.Update(ctx, obj, opts...)
 	if err == nil {
-		s.writes.wrote(obj)
+		s.c.record(ctx, obj)
 	}
 	return err
 }
@@ -245,7 +267,7 @@ func (s trackingStatus) Update(ctx context.Context, obj client.Object, opts ...c
 func (s trackingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	err := s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 	if err == nil {
-		s.writes.wrote(obj)
+		s.c.record(ctx, obj)
 	}
 	return err
 }

@@ -143,6 +143,86 @@ func (c cacheOf) Get(_ context.Context, key client.ObjectKey, obj client.Object,
 	return nil
 }
 
+// writingClient answers every write with the resource version rv, and reads
+// from its cache.
+type writingClient struct {
+	client.Client
+	cache cacheOf
+	rv    string
+}
+
+func (c writingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.cache.Get(ctx, key, obj, opts...)
+}
+
+func (c writingClient) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	obj.SetResourceVersion(c.rv)
+	return nil
+}
+
+func (c writingClient) Status() client.SubResourceWriter { return writingStatus{c: c} }
+
+type writingStatus struct {
+	client.SubResourceWriter
+	c writingClient
+}
+
+func (s writingStatus) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+	obj.SetResourceVersion(s.c.rv)
+	return nil
+}
+
+func TestTrackingClient(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		write  func(ctx context.Context, c client.Client, o client.Object) error
+		cached string
+		// behind is what behind says of the cache after the write.
+		behind bool
+		lags   []float64
+	}{
+		"EventFirst": {
+			reason: "A write whose event the cache has before the response is observed at once, with no lag, and not waited for.",
+			write:  func(ctx context.Context, c client.Client, o client.Object) error { return c.Update(ctx, o) },
+			cached: "7", lags: []float64{0},
+		},
+		"StatusEventFirst": {
+			reason: "A status write whose event came first is observed as well.",
+			write: func(ctx context.Context, c client.Client, o client.Object) error {
+				return c.Status().Patch(ctx, o, client.Merge)
+			},
+			cached: "7", lags: []float64{0},
+		},
+		"EventLater": {
+			reason: "A write the cache has not seen yet is left for its event, and waited for.",
+			write:  func(ctx context.Context, c client.Client, o client.Object) error { return c.Update(ctx, o) },
+			cached: "5", behind: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := &lags{}
+			w := newLastWrites(l)
+			t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+			w.now = func() time.Time { return t0 }
+			c := trackingClient{
+				Client: writingClient{cache: cacheOf{p: proxyAt(tc.cached)}, rv: "7"},
+				writes: w,
+				newObj: func() client.Object { return &v1alpha1.KubernetesProxy{} },
+			}
+			if err := tc.write(t.Context(), c, proxyAt("5")); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.lags, []float64(*l), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("\n%s\ncache lags observed: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.behind, w.behind(proxyAt(tc.cached))); diff != "" {
+				t.Errorf("\n%s\nbehind(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 type countingReconciler int
 
 func (c *countingReconciler) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {

@@ -165,7 +165,8 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	// trackingClient and freshGate: no reconcile of a copy older than the
 	// provider's own last write (fresh.go).
 	writes := newLastWrites(cacheLag.WithLabelValues(gvk.Kind))
-	kube := trackingClient{Client: mgr.GetClient(), writes: writes}
+	newObj := func() client.Object { return obj.DeepCopyObject().(client.Object) } //nolint:forcetypeassert // A copy of a client.Object.
+	kube := trackingClient{Client: mgr.GetClient(), writes: writes, newObj: newObj}
 	pending := newPendingCreates()
 	opts = append(opts, managed.WithCriticalAnnotationUpdater(createResult{
 		CriticalAnnotationUpdater: managed.NewRetryingCriticalAnnotationUpdater(kube),
@@ -188,8 +189,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		if !s.Recognizes(listGVK) {
 			return errors.Errorf(errFmtNoList, listGVK)
 		}
-		w.Changes().resolveWith(mgr.GetClient(),
-			func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
+		w.Changes().resolveWith(mgr.GetClient(), newObj,
 			func() client.ObjectList {
 				l, _ := s.New(listGVK)
 				return l.(client.ObjectList) //nolint:forcetypeassert // The scheme recognizes it.
@@ -201,7 +201,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	return b.Complete(freshGate{
 		inner:  ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter),
 		kube:   mgr.GetClient(),
-		newObj: func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
+		newObj: newObj,
 		writes: writes,
 		held:   held,
 	})
