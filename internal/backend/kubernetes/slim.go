@@ -174,9 +174,11 @@ func slimPodSpec(s corev1.PodSpec) corev1.PodSpec {
 	return out
 }
 
-// slimPod keeps of a Pod only what Observe reads (egressIPs, podProblem)
+// slimPod keeps of a Pod only what Observe reads (podReady, podProblem)
 // and what the cache selects and tracks it by: at a few thousand pods their
-// specs, annotations and managed fields would be most of the cache.
+// specs, annotations and managed fields would be most of the cache. Of its
+// conditions only the two those read (each pod has five or more, with
+// reasons, messages and times), of its containers only those stuck.
 func slimPod(in any) (any, error) {
 	p, ok := in.(*corev1.Pod)
 	if !ok {
@@ -186,14 +188,24 @@ func slimPod(in any) (any, error) {
 		TypeMeta:   p.TypeMeta,
 		ObjectMeta: slimMeta(p.ObjectMeta),
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodReady:
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name:                 c.Name,
-			State:                corev1.ContainerState{Waiting: c.State.Waiting},
-			LastTerminationState: corev1.ContainerState{Terminated: c.LastTerminationState.Terminated},
-		})
+		if w := c.State.Waiting; w != nil && stuckReasons[w.Reason] {
+			out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name:                 c.Name,
+				State:                corev1.ContainerState{Waiting: w},
+				LastTerminationState: corev1.ContainerState{Terminated: c.LastTerminationState.Terminated},
+			})
+		}
 	}
 	return out, nil
 }

@@ -213,7 +213,8 @@ func TestFirstReadsAwaitSync(t *testing.T) {
 }
 
 // TestSlimPod shows that the cache's slim pods and nodes answer Observe's
-// questions as the full objects do.
+// questions as the full objects do, and keep of a pod's status only what
+// those questions read.
 func TestSlimPod(t *testing.T) {
 	now := metav1.Now()
 	full := func(mod func(p *corev1.Pod)) *corev1.Pod {
@@ -221,8 +222,16 @@ func TestSlimPod(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "p", ResourceVersion: "7", Labels: selector(testName),
 				Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "squid", Image: "squid", Args: []string{"-N"}}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-				ContainerStatuses: []corev1.ContainerStatus{{Name: "squid", Image: "squid", ImageID: "sha256:x"}}},
+			// As a kubelet reports a ready pod: five conditions, with
+			// times.
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.9", StartTime: &now, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}, ContainerStatuses: []corev1.ContainerStatus{{Name: "squid", Image: "squid", ImageID: "sha256:x", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}},
 		}
 		if mod != nil {
 			mod(p)
@@ -237,6 +246,10 @@ func TestSlimPod(t *testing.T) {
 			reason: "A ready pod is ready.",
 			pod:    full(nil),
 		},
+		"NotReady": {
+			reason: "A pod whose Ready condition is false is not ready.",
+			pod:    full(func(p *corev1.Pod) { p.Status.Conditions[2].Status = corev1.ConditionFalse }),
+		},
 		"Deleting": {
 			reason: "A deleting pod is not ready.",
 			pod:    full(func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
@@ -244,8 +257,20 @@ func TestSlimPod(t *testing.T) {
 		"CrashLoop": {
 			reason: "A crash-looping container is reported with its last exit.",
 			pod: full(func(p *corev1.Pod) {
-				p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}
 				p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "bad config"}
+			}),
+		},
+		"ImagePull": {
+			reason: "A container whose image cannot be pulled is reported with the kubelet's message.",
+			pod: full(func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "squid"`}}
+			}),
+		},
+		"Creating": {
+			reason: "A container still being created is no problem.",
+			pod: full(func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 			}),
 		},
 		"Unschedulable": {
@@ -277,6 +302,16 @@ func TestSlimPod(t *testing.T) {
 			}
 			if len(slim.Spec.Containers) != 0 || slim.Annotations != nil || slim.ManagedFields != nil {
 				t.Errorf("\n%s\nslimPod kept the spec, annotations or managed fields: %+v", tc.reason, slim)
+			}
+			// Of the status, the one condition Observe reads, and the
+			// stuck containers only.
+			if len(slim.Status.Conditions) > 1 || slim.Status.PodIP != "" || slim.Status.StartTime != nil {
+				t.Errorf("\n%s\nslimPod kept conditions or a status Observe does not read: %+v", tc.reason, slim.Status)
+			}
+			for _, c := range slim.Status.ContainerStatuses {
+				if c.State.Waiting == nil || !stuckReasons[c.State.Waiting.Reason] {
+					t.Errorf("\n%s\nslimPod kept a container that is not stuck: %+v", tc.reason, c)
+				}
 			}
 		})
 	}
