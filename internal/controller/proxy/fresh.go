@@ -215,9 +215,11 @@ type trackingClient struct {
 // record records a write of o, then looks whether the cache already has it:
 // the watch has a connection of its own, and the event of a write often
 // arrives before the write's response. Such a write's lag is observed as
-// the time from its record to the look (none, give or take): left for
-// CaughtUp, which saw its event before there was a record, it would never
-// be observed, and the lag's quantiles would count only the slow writes.
+// the time from its record to the look (none, give or take). Left for
+// CaughtUp, which saw its event before there was a record, it was never
+// observed, and its record stayed until the early event of the resource's
+// next write matched it: the lag observed was then the time between the
+// two writes, seconds (docs/bench.md, "every write's lag").
 // Recording first leaves no gap: an event arriving between the record and
 // the look is CaughtUp's, and the look then finds no record.
 func (c trackingClient) record(ctx context.Context, o client.Object) {

@@ -223,6 +223,36 @@ func TestTrackingClient(t *testing.T) {
 	}
 }
 
+// TestLagOfEachWrite shows that a write whose event came first leaves no
+// record behind for the event of a later write to be measured against:
+// the lag observed would be the time between the two writes.
+func TestLagOfEachWrite(t *testing.T) {
+	l := &lags{}
+	w := newLastWrites(l)
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	cache := &cacheOf{}
+	newObj := func() client.Object { return &v1alpha1.KubernetesProxy{} }
+	write := func(rv string) {
+		c := trackingClient{Client: writingClient{cache: *cache, rv: rv}, writes: w, newObj: newObj}
+		if err := c.Update(t.Context(), proxyAt("5")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first write's event is in the cache before its response.
+	cache.p = proxyAt("7")
+	w.CaughtUp().Update(event.UpdateEvent{ObjectOld: proxyAt("5"), ObjectNew: proxyAt("7")})
+	write("7")
+	// Three seconds later, so is the second's.
+	now = now.Add(3 * time.Second)
+	cache.p = proxyAt("8")
+	w.CaughtUp().Update(event.UpdateEvent{ObjectOld: proxyAt("7"), ObjectNew: proxyAt("8")})
+	write("8")
+	if diff := cmp.Diff([]float64{0, 0}, []float64(*l)); diff != "" {
+		t.Errorf("cache lags observed: -want, +got:\n%s", diff)
+	}
+}
+
 type countingReconciler int
 
 func (c *countingReconciler) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
