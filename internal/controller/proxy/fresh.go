@@ -105,9 +105,9 @@ func (w *lastWrites) behind(cached client.Object) bool {
 	if !ok {
 		return false
 	}
-	// A write the cache has seen, but whose event neither CaughtUp nor
-	// trackingClient saw after the write was recorded, is not observed: its
-	// lag is not known.
+	// A write the cache has seen, but that neither record's look nor
+	// CaughtUp has matched yet (its event is on its way to the handlers),
+	// is forgotten unobserved: its lag is not known.
 	if atLeast(cached.GetResourceVersion(), l.resourceVersion) || w.now().Sub(l.at) > maxCacheLag {
 		delete(w.last, cached.GetUID())
 		return false
