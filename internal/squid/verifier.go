@@ -7,11 +7,12 @@ SPDX-License-Identifier: Apache-2.0
 package squid
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"hash"
+	"io"
 	"strings"
 	"sync"
 
@@ -33,6 +34,10 @@ type Verifier struct {
 	compare func(hash, password []byte) error
 	max     int
 	key     []byte
+
+	// macs holds HMACs under key, reset for each sum: a new one for
+	// every Observe was garbage a steady poll need not make.
+	macs sync.Pool
 
 	mu   sync.Mutex
 	seen map[[sha256.Size]byte]bool
@@ -62,6 +67,7 @@ func NewVerifier(o ...VerifierOption) *Verifier {
 	}
 	// crypto/rand.Read never fails since Go 1.24.
 	_, _ = rand.Read(v.key)
+	v.macs.New = func() any { return hmac.New(sha256.New, v.key) }
 	for _, fn := range o {
 		fn(v)
 	}
@@ -97,13 +103,14 @@ func (v *Verifier) HtpasswdMatches(file []byte, user, password string) bool {
 	if checkUser(user) != nil || password == "" {
 		return false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(file))
-	for sc.Scan() {
-		u, hash, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		if !ok || u != user {
+	// Lines are read in place: a Scanner's buffer was most of what a
+	// steady Observe allocated to compare the Secret.
+	for line := range bytes.Lines(file) {
+		u, hash, ok := bytes.Cut(bytes.TrimSpace(line), []byte(":"))
+		if !ok || string(u) != user {
 			continue
 		}
-		return v.matches(hash, password)
+		return v.matches(string(hash), password)
 	}
 	return false
 }
@@ -123,13 +130,15 @@ func (v *Verifier) matches(hash, password string) bool {
 	return ok
 }
 
-func (v *Verifier) sum(hash, password string) [sha256.Size]byte {
-	m := hmac.New(sha256.New, v.key)
-	m.Write([]byte(hash))
-	m.Write([]byte{0})
-	m.Write([]byte(password))
+func (v *Verifier) sum(hashed, password string) [sha256.Size]byte {
+	m := v.macs.Get().(hash.Hash)
+	defer v.macs.Put(m)
+	m.Reset()
+	_, _ = io.WriteString(m, hashed)
+	_, _ = m.Write([]byte{0})
+	_, _ = io.WriteString(m, password)
 	var k [sha256.Size]byte
-	copy(k[:], m.Sum(nil))
+	m.Sum(k[:0])
 	return k
 }
 
