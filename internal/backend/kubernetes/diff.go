@@ -47,15 +47,29 @@ func (d *differences) add(format string, args ...any) {
 // whole compare: 50 → 27 µs, BenchmarkCompareUnchanged). Only what it
 // finds different is compared semantically: a nil and an empty list, or
 // 1000m and 1, are no difference.
+//
+// A steady poll finds nothing different, so nothing here allocates then:
+// the caller passes pointers to what it compares (a value in an interface
+// is a copy on the heap), and a field's name is only put together when it
+// differs.
 func (d *differences) unequal(field string, want, got any) {
+	d.unequalIn(field, "", "", want, got)
+}
+
+// unequalIn is unequal for the field prefix+name+suffix, where name is
+// variable (a container's, a volume's).
+func (d *differences) unequalIn(prefix, name, suffix string, want, got any) {
 	if !reflect.DeepEqual(want, got) && !equality.Semantic.DeepEqual(want, got) {
-		d.add("%s differs", field)
+		d.add("%s%s%s differs", prefix, name, suffix)
 	}
 }
 
 // labels adds a difference for every label of want that got lacks or
 // holds another value of.
 func (d *differences) labels(kind string, want, got map[string]string) {
+	if hasLabels(got, want) {
+		return
+	}
 	keys := make([]string, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -66,6 +80,16 @@ func (d *differences) labels(kind string, want, got map[string]string) {
 			d.add("%s label %s is %q, want %q", kind, k, v, want[k])
 		}
 	}
+}
+
+// hasLabels tells whether l holds every label of want.
+func hasLabels(l, want map[string]string) bool {
+	for k, w := range want {
+		if v, ok := l[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
 }
 
 // diffConfigMap compares the squid configuration by its checksum sum, so
@@ -107,35 +131,39 @@ func diffDeployment(want, got *appsv1.Deployment) []string {
 		d.add("%s spec.replicas is %d, want %d", kindDeployment, g, w)
 	}
 	d.unequal(kindDeployment+" spec.selector", want.Spec.Selector, got.Spec.Selector)
-	d.unequal(kindDeployment+" spec.strategy", want.Spec.Strategy, got.Spec.Strategy)
-	wt, gt := want.Spec.Template, got.Spec.Template
+	d.unequal(kindDeployment+" spec.strategy", &want.Spec.Strategy, &got.Spec.Strategy)
+	wt, gt := &want.Spec.Template, &got.Spec.Template
 	d.labels(kindDeployment+" pod template", wt.Labels, gt.Labels)
 	if w, g := wt.Annotations[AnnotationConfigChecksum], gt.Annotations[AnnotationConfigChecksum]; w != g {
 		d.add("%s pod template config checksum is %q, want %q", kindDeployment, g, w)
 	}
-	d = append(d, diffPodSpec(wt.Spec, gt.Spec)...)
+	d = append(d, diffPodSpec(&wt.Spec, &gt.Spec)...)
 	return d
 }
 
-func diffPodSpec(want, got corev1.PodSpec) []string {
+func diffPodSpec(want, got *corev1.PodSpec) []string {
 	var d differences
 	const p = kindDeployment + " pod spec."
 	d.unequal(p+"nodeSelector", want.NodeSelector, got.NodeSelector)
-	d.unequal(p+"tolerations", want.Tolerations, got.Tolerations)
+	d.unequal(p+"tolerations", &want.Tolerations, &got.Tolerations)
 	d.unequal(p+"affinity", want.Affinity, got.Affinity)
 	d.unequal(p+"automountServiceAccountToken", want.AutomountServiceAccountToken, got.AutomountServiceAccountToken)
-	d.unequal(p+"securityContext", ownedPodSecurity(want.SecurityContext), ownedPodSecurity(got.SecurityContext))
-	for _, wv := range want.Volumes {
-		gv, ok := volume(got.Volumes, wv.Name)
-		if !ok {
+	if !samePodSecurity(want.SecurityContext, got.SecurityContext) {
+		d.add("%ssecurityContext differs", p)
+	}
+	for i := range want.Volumes {
+		wv := &want.Volumes[i]
+		gv := volume(got.Volumes, wv.Name)
+		if gv == nil {
 			d.add("%svolumes has no %s", p, wv.Name)
 			continue
 		}
-		d.unequal(p+"volumes "+wv.Name, wv.VolumeSource, gv.VolumeSource)
+		d.unequalIn(p+"volumes ", wv.Name, "", &wv.VolumeSource, &gv.VolumeSource)
 	}
-	for _, wc := range want.Containers {
-		gc, ok := container(got.Containers, wc.Name)
-		if !ok {
+	for i := range want.Containers {
+		wc := &want.Containers[i]
+		gc := container(got.Containers, wc.Name)
+		if gc == nil {
 			d.add("%scontainers has no %s", p, wc.Name)
 			continue
 		}
@@ -144,20 +172,23 @@ func diffPodSpec(want, got corev1.PodSpec) []string {
 	return d
 }
 
-func diffContainer(want, got corev1.Container) []string {
+func diffContainer(want, got *corev1.Container) []string {
 	var d differences
-	p := kindDeployment + " container " + want.Name + " "
+	const p = kindDeployment + " container "
+	n := want.Name
 	if want.Image != got.Image {
-		d.add("%simage is %q, want %q", p, got.Image, want.Image)
+		d.add("%s%s image is %q, want %q", p, n, got.Image, want.Image)
 	}
-	d.unequal(p+"command", want.Command, got.Command)
-	d.unequal(p+"args", want.Args, got.Args)
-	d.unequal(p+"securityContext", ownedSecurity(want.SecurityContext), ownedSecurity(got.SecurityContext))
-	d.unequal(p+"ports", want.Ports, got.Ports)
-	d.unequal(p+"resources", want.Resources, got.Resources)
-	d.unequal(p+"readinessProbe", want.ReadinessProbe, got.ReadinessProbe)
-	d.unequal(p+"livenessProbe", want.LivenessProbe, got.LivenessProbe)
-	d.unequal(p+"volumeMounts", want.VolumeMounts, got.VolumeMounts)
+	d.unequalIn(p, n, " command", &want.Command, &got.Command)
+	d.unequalIn(p, n, " args", &want.Args, &got.Args)
+	if !sameSecurity(want.SecurityContext, got.SecurityContext) {
+		d.add("%s%s securityContext differs", p, n)
+	}
+	d.unequalIn(p, n, " ports", &want.Ports, &got.Ports)
+	d.unequalIn(p, n, " resources", &want.Resources, &got.Resources)
+	d.unequalIn(p, n, " readinessProbe", want.ReadinessProbe, got.ReadinessProbe)
+	d.unequalIn(p, n, " livenessProbe", want.LivenessProbe, got.LivenessProbe)
+	d.unequalIn(p, n, " volumeMounts", &want.VolumeMounts, &got.VolumeMounts)
 	return d
 }
 
@@ -182,22 +213,40 @@ func ownedSecurity(sc *corev1.SecurityContext) corev1.SecurityContext {
 	}
 }
 
-func volume(vs []corev1.Volume, name string) (corev1.Volume, bool) {
-	for _, v := range vs {
-		if v.Name == name {
-			return v, true
-		}
-	}
-	return corev1.Volume{}, false
+// samePodSecurity and sameSecurity compare what ownedPodSecurity and
+// ownedSecurity keep of two security contexts, field by field: the kept
+// copies compared whole escaped to the heap on every Observe.
+// TestSameSecurity holds them to every field the owned copies keep.
+func samePodSecurity(want, got *corev1.PodSecurityContext) bool {
+	w, g := ownedPodSecurity(want), ownedPodSecurity(got)
+	return ptr.Equal(w.RunAsNonRoot, g.RunAsNonRoot) && ptr.Equal(w.RunAsUser, g.RunAsUser) &&
+		ptr.Equal(w.RunAsGroup, g.RunAsGroup) && equality.Semantic.DeepEqual(w.SeccompProfile, g.SeccompProfile)
 }
 
-func container(cs []corev1.Container, name string) (corev1.Container, bool) {
-	for _, c := range cs {
-		if c.Name == name {
-			return c, true
+func sameSecurity(want, got *corev1.SecurityContext) bool {
+	w, g := ownedSecurity(want), ownedSecurity(got)
+	return ptr.Equal(w.AllowPrivilegeEscalation, g.AllowPrivilegeEscalation) &&
+		ptr.Equal(w.ReadOnlyRootFilesystem, g.ReadOnlyRootFilesystem) && equality.Semantic.DeepEqual(w.Capabilities, g.Capabilities)
+}
+
+// volume and container return the element of a list named name, in place,
+// or nil.
+func volume(vs []corev1.Volume, name string) *corev1.Volume {
+	for i := range vs {
+		if vs[i].Name == name {
+			return &vs[i]
 		}
 	}
-	return corev1.Container{}, false
+	return nil
+}
+
+func container(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 func diffService(want, got *corev1.Service) []string {

@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package kubernetes
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -321,5 +322,56 @@ func BenchmarkCompareUnchanged(b *testing.B) {
 	v := squid.NewVerifier()
 	for b.Loop() {
 		_ = compare(v, o, l, d)
+	}
+}
+
+// TestSameSecurity holds samePodSecurity and sameSecurity to every field
+// ownedPodSecurity and ownedSecurity keep: a field kept but not compared
+// would let drift of it pass unseen.
+func TestSameSecurity(t *testing.T) {
+	pod := &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1), RunAsGroup: ptr.To[int64](2),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		FSGroup:        ptr.To[int64](3),
+	}
+	ctr := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ProcMount:    ptr.To(corev1.DefaultProcMount),
+	}
+	if !samePodSecurity(pod, pod.DeepCopy()) || !sameSecurity(ctr, ctr.DeepCopy()) {
+		t.Fatal("a security context differs from its copy")
+	}
+	owned := ownedPodSecurity(pod)
+	forEachSetField(t, &owned, func(name string, without *corev1.PodSecurityContext) {
+		if samePodSecurity(pod, without) {
+			t.Errorf("samePodSecurity(...): a pod security context without %s is the same, want different", name)
+		}
+	})
+	ownedCtr := ownedSecurity(ctr)
+	forEachSetField(t, &ownedCtr, func(name string, without *corev1.SecurityContext) {
+		if sameSecurity(ctr, without) {
+			t.Errorf("sameSecurity(...): a security context without %s is the same, want different", name)
+		}
+	})
+}
+
+// forEachSetField calls fn with a copy of *v without each of its set
+// fields in turn; it fails when none is set.
+func forEachSetField[T any](t *testing.T, v *T, fn func(name string, without *T)) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	set := 0
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			continue
+		}
+		set++
+		without := *v
+		reflect.ValueOf(&without).Elem().Field(i).SetZero()
+		fn(rv.Type().Field(i).Name, &without)
+	}
+	if set == 0 {
+		t.Fatalf("%T has no field set", *v)
 	}
 }

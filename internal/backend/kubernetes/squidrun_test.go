@@ -190,8 +190,8 @@ func kubeletScript(t *testing.T, pod corev1.PodSpec, o objects) (string, string)
 		"mount --bind etc-squid /etc/squid",
 	}
 	for _, m := range pod.Containers[0].VolumeMounts {
-		v, ok := volume(pod.Volumes, m.Name)
-		if !ok {
+		v := volume(pod.Volumes, m.Name)
+		if v == nil {
 			t.Fatalf("volume mount %s has no volume", m.Name)
 		}
 		src := ""
