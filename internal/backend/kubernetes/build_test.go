@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package kubernetes
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 func TestBuild(t *testing.T) {
@@ -123,6 +125,33 @@ func TestBuildLabels(t *testing.T) {
 		if obj.GetName() != testName || obj.GetNamespace() != testNS {
 			t.Errorf("%T is %s/%s, want %s/%s", obj, obj.GetNamespace(), obj.GetName(), testNS, testName)
 		}
+	}
+}
+
+// TestBuildMapsOwn shows that the objects build makes for writing hold
+// label maps of their own: a write's response is decoded into its object,
+// and labels an admission webhook added to one must not turn up in the
+// others. Only buildToCompare's objects, never written, share them.
+func TestBuildMapsOwn(t *testing.T) {
+	o := withReplicas(2)
+	objs := mustBuild(t, desired(o))
+	objs.configMap.Labels["added-by-webhook"] = "x"
+	objs.deployment.Spec.Selector.MatchLabels["added-by-webhook"] = "x"
+	for _, l := range []map[string]string{
+		objs.secret.Labels, objs.deployment.Labels, objs.deployment.Spec.Template.Labels,
+		objs.service.Labels, objs.service.Spec.Selector, objs.pdb.Labels, objs.pdb.Spec.Selector.MatchLabels,
+	} {
+		if _, ok := l["added-by-webhook"]; ok {
+			t.Errorf("build(...): a label added to one object's map is in another's: %v", l)
+		}
+	}
+	var sums squid.Sums
+	shared, err := buildToCompare(&sums, desired(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.ValueOf(shared.secret.Labels).UnsafePointer() != reflect.ValueOf(shared.deployment.Labels).UnsafePointer() {
+		t.Error("buildToCompare(...): the objects to compare hold label maps of their own, want one shared")
 	}
 }
 
