@@ -98,14 +98,16 @@ func (cfg Config) secretNamespace(ref commonv1alpha1.SecretReference) (string, e
 	return ref.Namespace, nil
 }
 
-// Secret reads the Secret ref names, in the namespace cfg allows.
+// Secret reads the Secret ref names, in the namespace cfg allows. It is
+// read on every connect, so it is the cache's own, not a copy: callers only
+// read it (its resource version, above all) and must never change it.
 func (cfg Config) Secret(ctx context.Context, c client.Client, ref commonv1alpha1.SecretReference) (*corev1.Secret, error) {
 	ns, err := cfg.secretNamespace(ref)
 	if err != nil {
 		return nil, err
 	}
 	s := &corev1.Secret{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s, client.UnsafeDisableDeepCopy); err != nil {
 		err = errors.Wrapf(err, errFmtGetSecret, ns, ref.Name)
 		if resource.IgnoreNotFound(err) == nil {
 			return nil, backend.Permanent(err)
@@ -117,7 +119,7 @@ func (cfg Config) Secret(ctx context.Context, c client.Client, ref commonv1alpha
 
 // SecretKey reads one key of the Secret ref selects. It also returns the
 // Secret's resource version, so clients built from it can be rebuilt when
-// the Secret changes.
+// the Secret changes. The value is the cache's own (see Secret).
 func (cfg Config) SecretKey(ctx context.Context, c client.Client, ref commonv1alpha1.SecretKeySelector) ([]byte, string, error) {
 	s, err := cfg.Secret(ctx, c, ref.SecretReference)
 	if err != nil {
