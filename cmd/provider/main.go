@@ -144,9 +144,9 @@ func main() {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
-	lists, err := managedLists(apis.AddToScheme)
+	kinds, err := managedKinds(apis.AddToScheme)
 	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
-	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetClient(), log, stateMetrics, lists, *pollStateMetric), "Cannot add the state metrics recorders")
+	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetCache(), mgr.GetScheme(), log, stateMetrics, kinds, *pollStateMetric), "Cannot add the state metrics recorders")
 
 	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	safeStart, err := crdGate(gctx, cfg, log)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"reflect"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,9 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
@@ -34,69 +33,20 @@ import (
 )
 
 func TestStateMetricsKinds(t *testing.T) {
-	lists, err := managedLists(apis.AddToScheme)
+	kinds, err := managedKinds(apis.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, l := range lists {
-		got = append(got, strings.TrimSuffix(reflect.TypeOf(l).Elem().Name(), "List"))
+	for _, k := range kinds {
+		got = append(got, reflect.TypeOf(k).Elem().Name())
 	}
 	sort.Strings(got)
 	// Every managed resource kind of the provider, and nothing else (no
-	// ProviderConfigUsage, which is a list too).
+	// ProviderConfigUsage, no lists).
 	want := []string{"GCPProxy", "KVMProxy", "KubernetesProxy"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("managedLists(apis.AddToScheme): -want, +got:\n%s", diff)
-	}
-}
-
-func TestStateMetricsRecorded(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	ready := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ready"}}
-	ready.SetConditions(xpv2.Available(), xpv2.ReconcileSuccess())
-	creating := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "creating"}}
-	creating.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
-
-	// The first List fails, as it does while the kind's CRD is missing: the
-	// recorder must go on rather than stop the manager.
-	var lists atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ready, creating).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, o ...client.ListOption) error {
-			if lists.Add(1) == 1 {
-				return errors.New("no matches for kind KubernetesProxy")
-			}
-			return c.List(ctx, l, o...)
-		},
-	}).Build()
-	m := statemetrics.NewMRStateMetrics()
-	r := &stateRecorder{
-		r:        statemetrics.NewMRStateRecorder(c, logging.NewNopLogger(), m, &kubernetesv1alpha1.KubernetesProxyList{}, time.Millisecond),
-		log:      logging.NewNopLogger(),
-		interval: time.Millisecond,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for lists.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Start(...): a failed List must not stop the recorder: %v", err)
-	}
-	gvk := "kubernetes.m.egressproxy.io/v1alpha1, Kind=KubernetesProxy"
-	got := map[string]float64{
-		"exists": testutil.ToFloat64(m.Exists.WithLabelValues(gvk)),
-		"ready":  testutil.ToFloat64(m.Ready.WithLabelValues(gvk)),
-		"synced": testutil.ToFloat64(m.Synced.WithLabelValues(gvk)),
-	}
-	if diff := cmp.Diff(map[string]float64{"exists": 2, "ready": 1, "synced": 2}, got); diff != "" {
-		t.Errorf("crossplane_managed_resource_*{gvk=%q}: -want, +got:\n%s", gvk, diff)
+		t.Errorf("managedKinds(apis.AddToScheme): -want, +got:\n%s", diff)
 	}
 }
 
@@ -111,45 +61,98 @@ func (m *runnables) Add(r manager.Runnable) error {
 	return nil
 }
 
-// TestStateMetricsListsUncopied shows that the recorders list the managed
-// resources without copying them out of the cache: they only count
-// conditions, every few seconds.
-func TestStateMetricsListsUncopied(t *testing.T) {
+// storeInformer is an informer whose store holds what a test puts there.
+type storeInformer struct {
+	cache.Informer
+	store  toolscache.Store
+	synced bool
+	gets   atomic.Int32
+}
+
+func (i *storeInformer) GetStore() toolscache.Store { return i.store }
+func (i *storeInformer) HasSynced() bool            { return i.synced }
+
+// informers hands out inf for every kind; the first GetInformer fails, as it
+// does while the kind's CRD is missing.
+type informers struct {
+	cache.Informers
+	inf *storeInformer
+}
+
+func (c informers) GetInformer(_ context.Context, _ client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	if c.inf.gets.Add(1) == 1 {
+		return nil, errors.New("no matches for kind KubernetesProxy")
+	}
+	return c.inf, nil
+}
+
+func TestStateMetricsRecorded(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	var copied, uncopied atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, o ...client.ListOption) error {
-			lo := &client.ListOptions{}
-			lo.ApplyOptions(o)
-			if lo.UnsafeDisableDeepCopy != nil && *lo.UnsafeDisableDeepCopy {
-				uncopied.Add(1)
-			} else {
-				copied.Add(1)
-			}
-			return c.List(ctx, l, o...)
-		},
-	}).Build()
-	m := &runnables{}
-	if err := addStateRecorders(m, c, logging.NewNopLogger(), statemetrics.NewMRStateMetrics(), []resource.ManagedList{&kubernetesv1alpha1.KubernetesProxyList{}}, time.Millisecond); err != nil {
+	ready := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ready"}}
+	ready.SetConditions(xpv2.Available(), xpv2.ReconcileSuccess())
+	creating := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "creating"}}
+	creating.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
+	inf := &storeInformer{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), synced: true}
+	for _, o := range []client.Object{ready, creating} {
+		if err := inf.store.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	m := statemetrics.NewMRStateMetrics()
+	mgr := &runnables{}
+	if err := addStateRecorders(mgr, informers{inf: inf}, s, logging.NewNopLogger(), m, []resource.Managed{&kubernetesv1alpha1.KubernetesProxy{}}, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, len(m.added))
-	for _, r := range m.added {
-		go func() { done <- r.Start(ctx) }()
+	if len(mgr.added) != 1 {
+		t.Fatalf("addStateRecorders(...): added %d recorders, want 1", len(mgr.added))
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.added[0].Start(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for uncopied.Load()+copied.Load() < 3 && time.Now().Before(deadline) {
+	for inf.gets.Load() < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
-	for range m.added {
-		<-done
+	if err := <-done; err != nil {
+		t.Fatalf("Start(...): a failed count must not stop the recorder: %v", err)
 	}
-	if copied.Load() != 0 || uncopied.Load() == 0 {
-		t.Errorf("the state recorders listed %d times with copies and %d without, want only without", copied.Load(), uncopied.Load())
+	// The label crossplane-runtime's own recorder gives them.
+	gvk := "kubernetes.m.egressproxy.io/v1alpha1, Kind=KubernetesProxy"
+	got := map[string]float64{
+		"exists": testutil.ToFloat64(m.Exists.WithLabelValues(gvk)),
+		"ready":  testutil.ToFloat64(m.Ready.WithLabelValues(gvk)),
+		"synced": testutil.ToFloat64(m.Synced.WithLabelValues(gvk)),
+	}
+	if diff := cmp.Diff(map[string]float64{"exists": 2, "ready": 1, "synced": 2}, got); diff != "" {
+		t.Errorf("crossplane_managed_resource_*{gvk=%q}: -want, +got:\n%s", gvk, diff)
+	}
+}
+
+// TestStateMetricsCountInPlace shows that the recorders count the managed
+// resources where the cache holds them, without a copy, and not before the
+// informer has listed them all.
+func TestStateMetricsCountInPlace(t *testing.T) {
+	mg := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p"}}
+	inf := &storeInformer{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}
+	if err := inf.store.Add(mg); err != nil {
+		t.Fatal(err)
+	}
+	inf.gets.Store(1) // no failing first GetInformer here
+	items := storedItems(informers{inf: inf}, &kubernetesv1alpha1.KubernetesProxy{})
+	if _, err := items(context.Background()); err == nil {
+		t.Error("storedItems(...) before the informer listed: got no error, want one")
+	}
+	inf.synced = true
+	got, err := items(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != any(mg) {
+		t.Errorf("storedItems(...) = %v, want the store's own object %p", got, mg)
 	}
 }
