@@ -22,12 +22,12 @@ const kindPod, kindNode = "Pod", "Node"
 // cluster routes egress elsewhere, which no API shows). It also returns
 // podProblem of the instance's pods, from the same list.
 func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, string, error) {
-	pods := &corev1.PodList{}
-	if err := b.reads.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector(name)), readOnly); err != nil {
+	pods, err := b.podsOf(ctx, ns, name)
+	if err != nil {
 		return nil, "", classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
 	}
 	var nodes []string
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Spec.NodeName != "" && podReady(p) && !slices.Contains(nodes, p.Spec.NodeName) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
@@ -50,10 +50,28 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, str
 		}
 	}
 	slices.Sort(ips)
-	return slices.Compact(ips), podProblem(pods.Items), nil
+	return slices.Compact(ips), podProblem(pods), nil
 }
 
-func podReady(p corev1.Pod) bool {
+// podsOf returns the pods of instance ns/name, read only.
+func (b *Backend) podsOf(ctx context.Context, ns, name string) ([]*corev1.Pod, error) {
+	if b.watch != nil {
+		if pods, ok := b.watch.instancePods(ctx, ns, name); ok {
+			return pods, nil
+		}
+	}
+	list := &corev1.PodList{}
+	if err := b.reads.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector(name)), readOnly); err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
+}
+
+func podReady(p *corev1.Pod) bool {
 	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 		return false
 	}

@@ -34,7 +34,7 @@ var stuckReasons = map[string]bool{
 // "" when none is stuck: a Deployment only reports unavailable replicas,
 // and a user must otherwise find the pod and read its status to learn that
 // squid crashes or the image cannot be pulled.
-func podProblem(pods []corev1.Pod) string {
+func podProblem(pods []*corev1.Pod) string {
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue

@@ -64,9 +64,17 @@ func TestPodProblem(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, podProblem(tc.pods)); diff != "" {
+			if diff := cmp.Diff(tc.want, podProblem(pointers(tc.pods))); diff != "" {
 				t.Errorf("%s\npodProblem(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
+}
+
+func pointers(pods []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
+	}
+	return out
 }

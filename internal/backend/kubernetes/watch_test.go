@@ -295,7 +295,7 @@ func TestSlimPod(t *testing.T) {
 				Version string
 			}
 			ask := func(p *corev1.Pod) answers {
-				return answers{podReady(*p), podProblem([]corev1.Pod{*p}), p.Spec.NodeName, p.Labels, p.ResourceVersion}
+				return answers{podReady(p), podProblem([]*corev1.Pod{p}), p.Spec.NodeName, p.Labels, p.ResourceVersion}
 			}
 			if diff := cmp.Diff(ask(tc.pod), ask(slim)); diff != "" {
 				t.Errorf("\n%s\nslimPod: -full, +slim:\n%s", tc.reason, diff)
@@ -327,39 +327,6 @@ func TestSlimPod(t *testing.T) {
 	want := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: node.Status.Addresses}}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("slimNode: -want, +got:\n%s", diff)
-	}
-}
-
-// TestIndexed shows which pod lists read the instance index of the cache.
-func TestIndexed(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		opts   []client.ListOption
-		want   string
-	}{
-		"Instance": {
-			reason: "A list by an instance's selector reads the index of that instance.",
-			opts:   []client.ListOption{client.InNamespace(testNS), client.MatchingLabels(selector(testName))},
-			want:   "metadata.namespace=" + testNS + ",fields=" + podInstanceField + "=" + testName,
-		},
-		"NoInstance": {
-			reason: "A list without an instance label scans, as before.",
-			opts:   []client.ListOption{client.InNamespace(testNS), client.MatchingLabels{LabelName: appName}},
-			want:   "metadata.namespace=" + testNS + ",fields=",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			lo := &client.ListOptions{}
-			lo.ApplyOptions(indexed(tc.opts))
-			got := "metadata.namespace=" + lo.Namespace + ",fields="
-			if lo.FieldSelector != nil {
-				got += lo.FieldSelector.String()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("\n%s\nindexed(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
 	}
 }
 
@@ -632,6 +599,48 @@ func TestWatchEventsVouch(t *testing.T) {
 			_ = w.live.check(t.Context())
 			if probes != tc.probes {
 				t.Errorf("%s\nprobes: got %d, want %d", tc.reason, probes, tc.probes)
+			}
+		})
+	}
+}
+
+// TestPodInstance shows which pods the instance index files, and under
+// which key: an instance's pods, by namespace, and no other pod.
+func TestPodInstance(t *testing.T) {
+	pod := func(ns string, l map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: l}}
+	}
+	cases := map[string]struct {
+		reason string
+		obj    any
+		want   []string
+	}{
+		"Instance": {
+			reason: "A pod of an instance is filed under its namespace and instance.",
+			obj:    pod(testNS, selector(testName)),
+			want:   []string{testNS + "/" + testName},
+		},
+		"OtherApp": {
+			reason: "A pod with the instance label of another app is not an instance's.",
+			obj:    pod(testNS, map[string]string{LabelName: "other", LabelInstance: testName}),
+		},
+		"NoInstance": {
+			reason: "A pod without an instance label is filed nowhere.",
+			obj:    pod(testNS, map[string]string{LabelName: appName}),
+		},
+		"NotAPod": {
+			reason: "Only pods are indexed.",
+			obj:    &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: selector(testName)}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := podInstance(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\npodInstance(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
