@@ -146,7 +146,7 @@ func main() {
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
 	kinds, err := managedKinds(apis.AddToScheme)
 	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
-	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetCache(), mgr.GetScheme(), log, stateMetrics, kinds, *pollStateMetric), "Cannot add the state metrics recorders")
+	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetCache(), log, stateMetrics, kinds, *pollStateMetric), "Cannot add the state metrics recorders")
 
 	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	safeStart, err := crdGate(gctx, cfg, log)

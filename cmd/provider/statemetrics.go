@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
@@ -30,37 +30,36 @@ import (
 const (
 	errStateScheme   = "cannot build the scheme of the managed resource kinds"
 	errStateRecorder = "cannot add a managed resource state metrics recorder"
-	errStateKind     = "cannot find the kind of a managed resource"
 	errStateInformer = "cannot get the informer of a managed resource kind"
 	errStateStore    = "the informer of a managed resource kind has no store to count"
 	errStateSynced   = "the informer of a managed resource kind has not listed yet"
 )
 
-// managedKinds returns an empty object of every managed resource kind that
-// addToScheme registers, so a new backend's kind gets state metrics without
-// being named here.
-func managedKinds(addToScheme func(*runtime.Scheme) error) ([]resource.Managed, error) {
+// A managedKind is a managed resource kind and an empty object of it.
+type managedKind struct {
+	gvk schema.GroupVersionKind
+	obj resource.Managed
+}
+
+// managedKinds returns every managed resource kind that addToScheme
+// registers, so a new backend's kind gets state metrics without being named
+// here.
+func managedKinds(addToScheme func(*runtime.Scheme) error) ([]managedKind, error) {
 	s := runtime.NewScheme()
 	if err := addToScheme(s); err != nil {
 		return nil, errors.Wrap(err, errStateScheme)
 	}
-	var kinds []string
-	byKind := map[string]resource.Managed{}
+	var out []managedKind
 	for gvk := range s.AllKnownTypes() {
 		o, err := s.New(gvk)
 		if err != nil {
 			continue
 		}
 		if mg, ok := o.(resource.Managed); ok {
-			kinds = append(kinds, gvk.String())
-			byKind[gvk.String()] = mg
+			out = append(out, managedKind{gvk: gvk, obj: mg})
 		}
 	}
-	sort.Strings(kinds)
-	out := make([]resource.Managed, 0, len(kinds))
-	for _, k := range kinds {
-		out = append(out, byKind[k])
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gvk.String() < out[j].gvk.String() })
 	return out, nil
 }
 
@@ -147,20 +146,16 @@ func storedItems(c cache.Informers, obj resource.Managed) func(ctx context.Conte
 // addStateRecorders adds to mgr a state recorder for every managed resource
 // kind, as the --poll-state-metric flag promises. A zero interval turns them
 // off.
-func addStateRecorders(mgr manager.Manager, c cache.Informers, s *runtime.Scheme, log logging.Logger, m *statemetrics.MRStateMetrics, kinds []resource.Managed, interval time.Duration) error {
+func addStateRecorders(mgr manager.Manager, c cache.Informers, log logging.Logger, m *statemetrics.MRStateMetrics, kinds []managedKind, interval time.Duration) error {
 	if interval <= 0 {
 		return nil
 	}
-	for _, mg := range kinds {
-		gvk, err := apiutil.GVKForObject(mg, s)
-		if err != nil {
-			return errors.Wrap(err, errStateKind)
-		}
+	for _, k := range kinds {
 		r := &stateRecorder{
-			items:   storedItems(c, mg),
+			items:   storedItems(c, k.obj),
 			metrics: m,
 			// What crossplane-runtime's recorder labels them with.
-			labels:   prometheus.Labels{"gvk": gvk.String()},
+			labels:   prometheus.Labels{"gvk": k.gvk.String()},
 			log:      log,
 			interval: interval,
 		}

@@ -16,13 +16,11 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +37,10 @@ func TestStateMetricsKinds(t *testing.T) {
 	}
 	var got []string
 	for _, k := range kinds {
-		got = append(got, reflect.TypeOf(k).Elem().Name())
+		if name := reflect.TypeOf(k.obj).Elem().Name(); name != k.gvk.Kind {
+			t.Errorf("managedKinds(apis.AddToScheme): kind %s holds a %s", k.gvk.Kind, name)
+		}
+		got = append(got, k.gvk.Kind)
 	}
 	sort.Strings(got)
 	// Every managed resource kind of the provider, and nothing else (no
@@ -87,10 +88,6 @@ func (c informers) GetInformer(_ context.Context, _ client.Object, _ ...cache.In
 }
 
 func TestStateMetricsRecorded(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
 	ready := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ready"}}
 	ready.SetConditions(xpv2.Available(), xpv2.ReconcileSuccess())
 	creating := &kubernetesv1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "creating"}}
@@ -104,7 +101,11 @@ func TestStateMetricsRecorded(t *testing.T) {
 
 	m := statemetrics.NewMRStateMetrics()
 	mgr := &runnables{}
-	if err := addStateRecorders(mgr, informers{inf: inf}, s, logging.NewNopLogger(), m, []resource.Managed{&kubernetesv1alpha1.KubernetesProxy{}}, time.Millisecond); err != nil {
+	kinds, err := managedKinds(kubernetesv1alpha1.SchemeBuilder.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addStateRecorders(mgr, informers{inf: inf}, logging.NewNopLogger(), m, kinds, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if len(mgr.added) != 1 {
