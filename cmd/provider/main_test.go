@@ -160,38 +160,14 @@ func TestInstanceOnAPIServer(t *testing.T) {
 
 	t.Run("Derived", func(t *testing.T) {
 		metrics, health := freePort(t), freePort(t)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		var log bytes.Buffer
-		cmd := provider(ctx, env.Kubeconfig,
+		p := startProvider(t, env.Kubeconfig, nil,
 			"--metrics-bind-address="+metrics, "--health-probe-bind-address="+health,
 			"--gc-interval=0", "--health-interval=0")
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer func() { cancel(); <-done }()
-
-		deadline := time.Now().Add(time.Minute)
-		for {
-			got := scrape(metrics)
-			if strings.Contains(got, want) {
-				break
-			}
-			select {
-			case err := <-done:
-				done <- err
-				t.Fatalf("provider exited: %v\n%s", err, log.String())
-			case <-time.After(500 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("metrics never showed %s; log:\n%s", want, log.String())
-			}
-		}
-		if !strings.Contains(log.String(), "provider-egressproxy-"+string(ns.GetUID())) {
-			t.Errorf("the log does not name the derived provider instance:\n%s", log.String())
+		p.await(t, time.Minute, 500*time.Millisecond, func() (bool, string) {
+			return strings.Contains(scrape(metrics), want), "metrics never showed " + want
+		})
+		if log := p.log.String(); !strings.Contains(log, "provider-egressproxy-"+string(ns.GetUID())) {
+			t.Errorf("the log does not name the derived provider instance:\n%s", log)
 		}
 		// It made the key of generated passwords in its namespace.
 		key := &corev1.Secret{}
@@ -226,6 +202,52 @@ func TestInstanceOnAPIServer(t *testing.T) {
 			t.Errorf("provider without get on kube-system: want advice to set --provider-instance, got:\n%s", out)
 		}
 	})
+}
+
+// runningProvider is a provider command that startProvider started.
+type runningProvider struct {
+	log  bytes.Buffer
+	done chan error
+}
+
+// startProvider starts the provider command against kubeconfig, with env
+// added to its environment; it is stopped when the test ends.
+func startProvider(t *testing.T, kubeconfig string, env []string, args ...string) *runningProvider {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &runningProvider{done: make(chan error, 1)}
+	cmd := provider(ctx, kubeconfig, args...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = &p.log, &p.log
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { cancel(); <-p.done })
+	return p
+}
+
+// await calls cond every interval until it holds. It fails the test when
+// the provider exits first, or after timeout with cond's last message.
+func (p *runningProvider) await(t *testing.T, timeout, interval time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("provider exited: %v\n%s", err, p.log.String())
+		case <-time.After(interval):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s; log:\n%s", msg, p.log.String())
+		}
+	}
 }
 
 // freePort returns a free loopback address.

@@ -8,7 +8,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,39 +96,16 @@ func TestProviderExportsSpanTreeAndStateMetrics(t *testing.T) {
 
 	r := &receiver{}
 	metrics, health := freePort(t), freePort(t)
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var log bytes.Buffer
-	cmd := provider(pctx, env.Kubeconfig,
+	p := startProvider(t, env.Kubeconfig, []string{envEndpoint + "=" + serveHTTP(t, r), "OTEL_BSP_SCHEDULE_DELAY=100"},
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+health,
 		"--gc-interval=0", "--poll-state-metric=200ms")
-	cmd.Env = append(cmd.Env, envEndpoint+"="+serveHTTP(t, r), "OTEL_BSP_SCHEDULE_DELAY=100")
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() { cancel(); <-done }()
 
 	state := `crossplane_managed_resource_exists{gvk="kubernetes.m.egressproxy.io/v1alpha1, Kind=KubernetesProxy"} 1`
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	p.await(t, 2*time.Minute, 300*time.Millisecond, func() (bool, string) {
 		s := r.spans()
 		observed, created := reconciledTree(s, "observe", "traced"), reconciledTree(s, "create", "traced")
 		counted := strings.Contains(scrape(metrics), state)
-		if observed && created && counted {
-			break
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("provider exited: %v\n%s", err, log.String())
-		case <-time.After(300 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want reconcile.observe and reconcile.create spans of traced with backend children (got %t, %t) and %s (got %t); %d spans; log:\n%s",
-				observed, created, state, counted, len(s), log.String())
-		}
-	}
+		return observed && created && counted, fmt.Sprintf("want reconcile.observe and reconcile.create spans of traced with backend children (got %t, %t) and %s (got %t); %d spans",
+			observed, created, state, counted, len(s))
+	})
 }

@@ -7,8 +7,6 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -31,38 +29,16 @@ func TestProviderInformersList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var log bytes.Buffer
-	cmd := provider(pctx, env.Kubeconfig,
+	p := startProvider(t, env.Kubeconfig, nil,
 		"--metrics-bind-address="+freePort(t), "--health-probe-bind-address="+freePort(t), "--gc-interval=0")
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() { cancel(); <-done }()
-
-	deadline := time.Now().Add(time.Minute)
-	for {
+	p.await(t, time.Minute, 300*time.Millisecond, func() (bool, string) {
 		raw, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
-		if requested(string(raw), "kubernetesproxies", "LIST") {
-			return
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("provider exited: %v\n%s", err, log.String())
-		case <-time.After(300 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server saw no LIST of kubernetesproxies in a minute; its requests for them:\n%s", requests(string(raw), "kubernetesproxies"))
-		}
-	}
+		return requested(string(raw), "kubernetesproxies", "LIST"),
+			"the API server saw no LIST of kubernetesproxies; its requests for them:\n" + requests(string(raw), "kubernetesproxies")
+	})
 }
 
 // requests returns the lines of apiserver_request_total about resource.
