@@ -18,8 +18,8 @@ import (
 
 // TestProviderInformersList runs the real provider command against a real
 // API server and reads, in the API server's own request metrics, that the
-// provider's informers filled themselves with a LIST (served from the watch
-// cache) and not with a streaming list, which starts with a WATCH
+// provider's informers filled themselves with a LIST, which the API server
+// serves at once, and not with a streaming list, which starts with a WATCH
 // (watchlist.go). Nothing else lists KubernetesProxies here.
 func TestProviderInformersList(t *testing.T) {
 	env := kubeenv.Start(t)
