@@ -127,6 +127,14 @@ func New(o Options) (*Registry, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{serverCert}, MinVersion: tls.VersionTLS12},
 		ErrorLog:          log.New(io.Discard, "", 0),
+		// HTTP/1.1 only. The registry reads a PATCH's body while holding one
+		// lock for all uploads; over HTTP/2 the uploads a client sends at
+		// once share one connection's flow-control window, the bodies of
+		// those waiting for the lock fill it, and the one holding the lock
+		// never gets the rest of its body: pushes of several large layers
+		// hung until their deadline. One TCP connection per upload keeps
+		// them independent.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	go func() { _ = r.srv.ServeTLS(l, "", "") }()
 	return r, nil

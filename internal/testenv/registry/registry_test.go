@@ -7,9 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 package registry
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -83,5 +85,27 @@ func TestTLSNeedsTheCA(t *testing.T) {
 	_ = rsp.Body.Close()
 	if rsp.StatusCode != http.StatusOK {
 		t.Errorf("GET /v2/: want 200, got %d", rsp.StatusCode)
+	}
+}
+
+func TestConcurrentUploads(t *testing.T) {
+	// A client uploads several layers at once (go-containerregistry: four).
+	// Over HTTP/2 the registry deadlocked on them: each upload waits for one
+	// lock, and the bodies of those waiting filled the connection's
+	// flow-control window, so the one holding the lock never got the rest of
+	// its body. A push of several layers larger than that window must finish.
+	r := Start(t, Options{BlobsOnDisk: true})
+	img, err := random.Image(4<<20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(r.Host + "/egressproxy/provider-egressproxy:v0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithTransport(r.Transport())); err != nil {
+		t.Fatalf("push of four 4 MiB layers at once: %v", err)
 	}
 }
