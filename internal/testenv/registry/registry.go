@@ -132,8 +132,9 @@ func New(o Options) (*Registry, error) {
 		// once share one connection's flow-control window, the bodies of
 		// those waiting for the lock fill it, and the one holding the lock
 		// never gets the rest of its body: pushes of several large layers
-		// hung until their deadline. One TCP connection per upload keeps
-		// them independent.
+		// hung until their deadline (google/go-containerregistry#1210, whose
+		// workaround this is). One TCP connection per upload keeps them
+		// independent.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	go func() { _ = r.srv.ServeTLS(l, "", "") }()
