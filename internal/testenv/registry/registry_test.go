@@ -88,12 +88,13 @@ func TestTLSNeedsTheCA(t *testing.T) {
 	}
 }
 
+// TestConcurrentUploads: a client uploads several layers at once
+// (go-containerregistry: four). Over HTTP/2 the registry deadlocked on them:
+// each upload waits for one lock, and the bodies of those waiting filled the
+// connection's flow-control window, so the one holding the lock never got
+// the rest of its body. A push of several layers larger than that window
+// must finish.
 func TestConcurrentUploads(t *testing.T) {
-	// A client uploads several layers at once (go-containerregistry: four).
-	// Over HTTP/2 the registry deadlocked on them: each upload waits for one
-	// lock, and the bodies of those waiting filled the connection's
-	// flow-control window, so the one holding the lock never got the rest of
-	// its body. A push of several layers larger than that window must finish.
 	r := Start(t, Options{BlobsOnDisk: true})
 	img, err := random.Image(4<<20, 4)
 	if err != nil {
