@@ -1,6 +1,7 @@
 package gcefake
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 
@@ -150,6 +151,47 @@ func (s *Server) deleteAddress(r *http.Request) (proto.Message, error) {
 		} else {
 			s.st.static.release(a.GetAddress())
 		}
+	}
+	s.startOp(rec)
+	return s.remember(r, rec), nil
+}
+
+// setAddressLabels replaces the labels of an address, as
+// addresses.setLabels does: only when labelFingerprint is the address's
+// current one (412 conditionNotMet otherwise), so two callers that read the
+// same labels cannot both write theirs. Labels survive every status change
+// (RESERVED, IN_USE and back).
+func (s *Server) setAddressLabels(r *http.Request) (proto.Message, error) {
+	k, e := s.addressKey(r)
+	if e != nil {
+		return nil, e
+	}
+	in := &computepb.RegionSetLabelsRequest{}
+	if e := readBody(r, in); e != nil {
+		return nil, e
+	}
+	if in.LabelFingerprint == nil {
+		return nil, errRequired("resource.labelFingerprint")
+	}
+	if e := s.v.checkLabels("resource.labels", in.GetLabels()); e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op, e := s.replay(k.project, r); e != nil || op != nil {
+		return opOrError(op, e)
+	}
+	a := s.st.addresses[k]
+	if a == nil {
+		return nil, errNotFound(k.path("addresses"))
+	}
+	if in.GetLabelFingerprint() != a.GetLabelFingerprint() {
+		return nil, errFingerprint()
+	}
+	rec := s.newOp(k.project, k.scope, "setLabels", k.link("addresses"), a.GetId())
+	if rec.fail = s.faults.takeOpFault(CallAddressesSetLabels, r, k); rec.fail == nil {
+		a.Labels = maps.Clone(in.GetLabels())
+		a.LabelFingerprint = proto.String(labelFingerprint(a.GetLabels()))
 	}
 	s.startOp(rec)
 	return s.remember(r, rec), nil

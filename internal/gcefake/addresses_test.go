@@ -138,3 +138,62 @@ func TestStaticAddressRange(t *testing.T) {
 		})
 	}
 }
+
+// TestAddressSetLabels checks addresses.setLabels: it needs the current
+// labelFingerprint, so of two callers that read the same labels only the
+// first writes; and the labels stay while the address is used and freed.
+func TestAddressSetLabels(t *testing.T) {
+	_, c := setup(t)
+	ctx := ctxT(t)
+	op, err := c.addr.Insert(ctx, &computepb.InsertAddressRequest{Project: testProject, Region: testRegion,
+		AddressResource: &computepb.Address{Name: proto.String("ip"), Labels: map[string]string{"team": "a"}}})
+	if err != nil {
+		t.Fatalf("Insert address: %v", err)
+	}
+	mustWait(ctx, t, op)
+	get := func() *computepb.Address {
+		t.Helper()
+		a, err := c.addr.Get(ctx, &computepb.GetAddressRequest{Project: testProject, Region: testRegion, Address: "ip"})
+		if err != nil {
+			t.Fatalf("Get address: %v", err)
+		}
+		return a
+	}
+	set := func(fp *string, labels map[string]string) error {
+		op, err := c.addr.SetLabels(ctx, &computepb.SetLabelsAddressRequest{Project: testProject, Region: testRegion, Resource: "ip",
+			RegionSetLabelsRequestResource: &computepb.RegionSetLabelsRequest{LabelFingerprint: fp, Labels: labels}})
+		if err == nil {
+			err = op.Wait(ctx)
+		}
+		return err
+	}
+	read := get()
+	if err := set(read.LabelFingerprint, map[string]string{"owner": "a"}); err != nil {
+		t.Fatalf("setLabels with the current fingerprint: %v", err)
+	}
+	if err := set(read.LabelFingerprint, map[string]string{"owner": "b"}); reasonOf(err) != ReasonConditionNotMet {
+		t.Errorf("setLabels with a stale fingerprint = %v, want %s", err, ReasonConditionNotMet)
+	}
+	if err := set(nil, map[string]string{"owner": "b"}); reasonOf(err) != ReasonRequired {
+		t.Errorf("setLabels without a fingerprint = %v, want %s", err, ReasonRequired)
+	}
+	if err := set(get().LabelFingerprint, map[string]string{"Owner": "b"}); reasonOf(err) != ReasonInvalid {
+		t.Errorf("setLabels with an invalid key = %v, want %s", err, ReasonInvalid)
+	}
+	a := get()
+	if diff := cmp.Diff(map[string]string{"owner": "a"}, a.GetLabels()); diff != "" {
+		t.Errorf("labels: -want +got:\n%s", diff)
+	}
+	if a.GetLabelFingerprint() == read.GetLabelFingerprint() {
+		t.Error("setLabels must change the labelFingerprint")
+	}
+	mustWait(ctx, t, insertInstance(ctx, t, c, testZone, instance("vm", withNatIP(a.GetAddress()))))
+	del, err := c.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: testProject, Zone: testZone, Instance: "vm"})
+	if err != nil {
+		t.Fatalf("Delete instance: %v", err)
+	}
+	mustWait(ctx, t, del)
+	if a := get(); a.GetStatus() != "RESERVED" || !cmp.Equal(a.GetLabels(), map[string]string{"owner": "a"}) {
+		t.Errorf("after its user is deleted: status %s labels %v, want RESERVED with the labels kept", a.GetStatus(), a.GetLabels())
+	}
+}

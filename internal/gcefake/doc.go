@@ -13,7 +13,8 @@
 //
 //   - Routes under /compute/v1/projects/{project}: instances insert, get,
 //     delete, list, aggregatedList, start, stop; addresses insert, get, delete,
-//     list; firewalls insert, get, delete, list, patch; zone, region and
+//     list, setLabels (labelFingerprint checked: 412 conditionNotMet when
+//     stale); firewalls insert, get, delete, list, patch; zone, region and
 //     global operations get and wait.
 //   - JSON is protojson of the client's own computepb types, so field names
 //     (networkIP, natIP, IPProtocol), uint64 ids as strings and enum names
@@ -93,7 +94,8 @@
 // # Deliberately not implemented
 //
 //   - Every other resource and method (disks as resources, images, networks,
-//     subnetworks, setMetadata/setLabels/setTags, instance templates, …).
+//     subnetworks, setMetadata/setTags, setLabels but of addresses,
+//     instance templates, …).
 //     Networks, subnetworks, images and machine types are not checked for
 //     existence, only for URL form.
 //   - Regional quotas, CPU quota on start, deletionProtection enforcement,

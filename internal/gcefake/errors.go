@@ -15,6 +15,7 @@ const (
 	ReasonRequired          = "required"
 	ReasonResourceNotReady  = "resourceNotReady"
 	ReasonResourceInUse     = "resourceInUseByAnotherResource"
+	ReasonConditionNotMet   = "conditionNotMet"
 	ReasonRateLimitExceeded = "rateLimitExceeded"
 	ReasonQuotaExceeded     = "quotaExceeded"
 	ReasonForbidden         = "forbidden"
@@ -95,6 +96,14 @@ func errNotReady(resource string) *apiError {
 func errInUse(resource, user string) *apiError {
 	return &apiError{Code: http.StatusBadRequest, Reason: ReasonResourceInUse,
 		Message: fmt.Sprintf("The address resource '%s' is already being used by '%s'", resource, user)}
+}
+
+// errFingerprint is GCE's answer to a setLabels whose labelFingerprint is
+// not the resource's current one: someone changed the labels since the
+// caller read them.
+func errFingerprint() *apiError {
+	return &apiError{Code: http.StatusPreconditionFailed, Reason: ReasonConditionNotMet,
+		Message: "Labels fingerprint either invalid or resource labels have changed"}
 }
 
 func errUnauthenticated() *apiError {

@@ -24,6 +24,7 @@ const (
 	CallAddressesGet            = "compute.addresses.get"
 	CallAddressesDelete         = "compute.addresses.delete"
 	CallAddressesList           = "compute.addresses.list"
+	CallAddressesSetLabels      = "compute.addresses.setLabels"
 	CallFirewallsInsert         = "compute.firewalls.insert"
 	CallFirewallsGet            = "compute.firewalls.get"
 	CallFirewallsDelete         = "compute.firewalls.delete"
@@ -63,6 +64,7 @@ func (s *Server) routeTable() []route {
 		{"GET " + prefix + "/regions/{region}/addresses", CallAddressesList, s.listAddresses},
 		{"GET " + prefix + "/regions/{region}/addresses/{name}", CallAddressesGet, s.getAddress},
 		{"DELETE " + prefix + "/regions/{region}/addresses/{name}", CallAddressesDelete, s.deleteAddress},
+		{"POST " + prefix + "/regions/{region}/addresses/{name}/setLabels", CallAddressesSetLabels, s.setAddressLabels},
 		{"POST " + prefix + "/global/firewalls", CallFirewallsInsert, s.insertFirewall},
 		{"GET " + prefix + "/global/firewalls", CallFirewallsList, s.listFirewalls},
 		{"GET " + prefix + "/global/firewalls/{name}", CallFirewallsGet, s.getFirewall},

@@ -63,7 +63,10 @@ type Backend struct {
 	// allowedSAs are the service accounts a proxy may attach, as the
 	// provider config named config lists them.
 	allowedSAs map[string]bool
-	config     string
+	// allowedAddresses are the addresses without ownership labels a proxy
+	// may name and claim (spec.forProvider.address.name).
+	allowedAddresses map[string]bool
+	config           string
 	// verifier remembers which htpasswd files accept which credentials,
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
@@ -107,6 +110,18 @@ func WithAllowedServiceAccounts(config string, emails ...string) Option {
 		b.allowedSAs = make(map[string]bool, len(emails))
 		for _, e := range emails {
 			b.allowedSAs[e] = true
+		}
+	}
+}
+
+// WithAllowedAddresses sets the static addresses that carry no ownership
+// label (reserved by the platform team) a proxy may name and claim. Without
+// it a proxy may name only an address already labelled as its own.
+func WithAllowedAddresses(names ...string) Option {
+	return func(b *Backend) {
+		b.allowedAddresses = make(map[string]bool, len(names))
+		for _, n := range names {
+			b.allowedAddresses[n] = true
 		}
 	}
 }

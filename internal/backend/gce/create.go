@@ -8,6 +8,8 @@ package gce
 
 import (
 	"context"
+	"maps"
+	"net/http"
 	"strings"
 	"time"
 
@@ -33,10 +35,15 @@ const (
 	errFmtFirewallNotOur = "firewall rule %s already exists but its description does not name this resource and provider instance: refusing to use it"
 	errFmtNoUserAddress  = "address %s does not exist in region %s: spec.forProvider.address.name must name a reserved external address of the zone's region"
 	errFmtForeignAddress = "spec.forProvider.address.name: address %s carries the ownership labels of another resource or provider instance: refusing to use it"
-	errFmtAddressUsed    = "address %s (%s) is used by %s"
-	errFmtInsert         = "cannot insert %s"
-	errFmtPatch          = "cannot patch %s"
-	errFmtReserving      = "address %s is still being reserved; the instance is created once it is"
+	// errFmtAddressNotListed: an address without ownership labels is the
+	// platform's to hand out, through the provider config.
+	errFmtAddressNotListed = "spec.forProvider.address.name %q is not in %s spec.policy.gcp.addresses, and carries no ownership labels of this resource"
+	errFmtAddressUsed      = "spec.forProvider.address.name: address %s is used by another resource: refusing to use it"
+	errFmtClaim            = "cannot label %s as this proxy's"
+	errFmtClaiming         = "address %s is being labelled as this proxy's; trying again"
+	errFmtInsert           = "cannot insert %s"
+	errFmtPatch            = "cannot patch %s"
+	errFmtReserving        = "address %s is still being reserved; the instance is created once it is"
 )
 
 // Create reserves the static address, inserts the firewall rule, then
@@ -74,9 +81,9 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 }
 
 // ensureAddress returns the IP of the proxy's static address, reserving it
-// when it is ours to reserve; "" while it is still being reserved.
+// when it is ours to reserve, or claiming a user-named one (see
+// claimAddress); "" while it is still being reserved.
 func (b *Backend) ensureAddress(ctx context.Context, s spec, d Desired) (string, error) {
-	what := "address " + s.addressName
 	a, err := b.getAddress(ctx, s.region, s.addressName)
 	if err != nil {
 		return "", err
@@ -86,16 +93,93 @@ func (b *Backend) ensureAddress(ctx context.Context, s spec, d Desired) (string,
 		return "", backend.Permanent(errors.Errorf(errFmtNoUserAddress, s.addressName, s.region))
 	case a == nil:
 		return b.reserveAddress(ctx, s, d)
-	case s.userAddress && !addressUsable(s, a, d.Ownership):
-		return "", backend.Permanent(errors.Errorf(errFmtForeignAddress, s.addressName))
-	case !addressUsable(s, a, d.Ownership):
-		return "", backend.Permanent(errors.Errorf(errFmtNotOurs, what))
-	case a.GetStatus() == addressReserving:
+	}
+	if err := b.checkAddress(s, a, d.Ownership); err != nil {
+		return "", err
+	}
+	if !ownedBy(a.GetLabels(), d.Ownership) {
+		if a, err = b.claimAddress(ctx, s, a, d.Ownership); err != nil {
+			return "", err
+		}
+	}
+	if a.GetStatus() == addressReserving {
 		if a, err = b.waitReserved(ctx, s); err != nil || a == nil {
 			return "", err
 		}
 	}
 	return usableAddress(b.project, a, s)
+}
+
+// checkAddress returns a Permanent error unless the proxy may use the
+// existing address a: one labelled as its own, or a user-named one without
+// ownership labels that the provider config lists and no other resource
+// uses (see claimable).
+func (b *Backend) checkAddress(s spec, a *computepb.Address, o backend.Ownership) error {
+	switch {
+	case ownedBy(a.GetLabels(), o):
+		return nil
+	case s.userAddress && hasOwnershipLabels(a.GetLabels()):
+		return backend.Permanent(errors.Errorf(errFmtForeignAddress, s.addressName))
+	case !s.userAddress:
+		return backend.Permanent(errors.Errorf(errFmtNotOurs, "address "+s.addressName))
+	case !b.allowedAddresses[s.addressName]:
+		return backend.Permanent(errors.Errorf(errFmtAddressNotListed, s.addressName, b.config))
+	}
+	_, err := usableAddress(b.project, a, s)
+	return err
+}
+
+// claimable reports whether the proxy may claim a, an existing address it
+// does not own yet: checkAddress without the errors.
+func (b *Backend) claimable(s spec, a *computepb.Address, o backend.Ownership) bool {
+	return !ownedBy(a.GetLabels(), o) && b.checkAddress(s, a, o) == nil
+}
+
+// claimAddress writes the proxy's ownership labels on a, a user-named
+// address without ownership labels, before any instance uses it, and
+// returns it as it then reads. From then on the address is this proxy's
+// for every other resource and provider instance: while its VM runs, while
+// the VM is replaced (the address is RESERVED, with its labels), and after
+// the proxy is deleted, until the platform team removes the labels. Without
+// the claim the address was free for anyone whenever no VM held it.
+// setLabels sends the labelFingerprint read with a: of two proxies claiming
+// at once, only the first writes, and the second then reads another's
+// labels.
+func (b *Backend) claimAddress(ctx context.Context, s spec, a *computepb.Address, o backend.Ownership) (*computepb.Address, error) {
+	what := "address " + s.addressName
+	labels := make(map[string]string, len(a.GetLabels())+5)
+	maps.Copy(labels, a.GetLabels())
+	maps.Copy(labels, ownershipLabels(o))
+	fn := func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return b.svc.addresses.SetLabels(ctx, &computepb.SetLabelsAddressRequest{
+			Project: b.project, Region: s.region, Resource: s.addressName, RequestId: proto.String(rid),
+			RegionSetLabelsRequestResource: &computepb.RegionSetLabelsRequest{LabelFingerprint: proto.String(a.GetLabelFingerprint()), Labels: labels},
+		})
+	}
+	// The request ID is the same for the same claim of the same labels: a
+	// retry replays it.
+	op, err := b.sendOp(ctx, fn, requestID(b.project, s.region, s.addressName, "addresses.setLabels", a.GetLabelFingerprint(), string(o.Owner.UID)))
+	if err != nil && httpStatus(err) != http.StatusPreconditionFailed {
+		return nil, errors.Wrapf(classifyMutation(err), errFmtClaim, what)
+	}
+	if err == nil {
+		if err := operationError(what, op); err != nil {
+			return nil, errors.Wrapf(err, errFmtClaim, what)
+		}
+	}
+	// Read again whatever happened: the labels decide, not the operation.
+	got, err := b.getAddress(ctx, s.region, s.addressName)
+	switch {
+	case err != nil:
+		return nil, err
+	case got == nil:
+		return nil, backend.Permanent(errors.Errorf(errFmtNoUserAddress, s.addressName, s.region))
+	case ownedBy(got.GetLabels(), o):
+		return got, nil
+	case hasOwnershipLabels(got.GetLabels()):
+		return nil, backend.Permanent(errors.Errorf(errFmtForeignAddress, s.addressName))
+	}
+	return nil, backend.Transient(errors.Errorf(errFmtClaiming, s.addressName))
 }
 
 func (b *Backend) reserveAddress(ctx context.Context, s spec, d Desired) (string, error) {
@@ -153,23 +237,9 @@ func (b *Backend) waitReserved(ctx context.Context, s spec) (*computepb.Address,
 	}
 }
 
-// addressUsable reports whether the proxy may use address a. One the
-// provider reserved must carry the proxy's own ownership labels. A
-// user-named one (spec.forProvider.address.name) may also carry no
-// ownership label at all: one the platform team reserved. One that carries
-// another owner's labels, or another provider instance's, is another
-// proxy's egress IP (perhaps retained, or between two VMs while its VM is
-// replaced): taking it would let one team send traffic from another team's
-// allow-listed address.
-func addressUsable(s spec, a *computepb.Address, o backend.Ownership) bool {
-	if ownedBy(a.GetLabels(), o) {
-		return true
-	}
-	return s.userAddress && !hasOwnershipLabels(a.GetLabels())
-}
-
 // usableAddress returns the IP of a, or "" while it is being reserved. An
-// address another resource uses cannot be the proxy's.
+// address another resource uses cannot be the proxy's; the error does not
+// say which resource, since that is another team's.
 func usableAddress(project string, a *computepb.Address, s spec) (string, error) {
 	if a.GetStatus() == addressReserving {
 		return "", nil
@@ -178,7 +248,7 @@ func usableAddress(project string, a *computepb.Address, s spec) (string, error)
 		ours := "/projects/" + project + "/zones/" + s.zone + "/instances/" + s.name
 		for _, u := range a.GetUsers() {
 			if !strings.HasSuffix(u, ours) {
-				return "", backend.Permanent(errors.Errorf(errFmtAddressUsed, s.addressName, a.GetAddress(), u))
+				return "", backend.Permanent(errors.Errorf(errFmtAddressUsed, s.addressName))
 			}
 		}
 	}

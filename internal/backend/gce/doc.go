@@ -45,9 +45,12 @@ SPDX-License-Identifier: Apache-2.0
 //
 // A GCPProxy names a static address and a service account in a project
 // other teams may share. A named address is used only when it carries this
-// proxy's ownership labels or none at all (see addressUsable), and a
-// service account only when the provider config lists it (see
-// WithAllowedServiceAccounts), with narrow scopes.
+// proxy's ownership labels, or none at all and the provider config lists
+// it; the proxy then claims it by writing its labels before its VM uses it,
+// so it stays the proxy's while the VM is replaced and after the proxy is
+// deleted (see claimAddress). A service account is used only when the
+// provider config lists it (see WithAllowedServiceAccounts), with narrow
+// scopes.
 //
 // # Updates replace the VM
 //

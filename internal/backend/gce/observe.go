@@ -184,7 +184,11 @@ func (b *Backend) proxyDiff(s spec, d Desired, p parts) ([]string, error) {
 	switch {
 	case p.address == nil:
 		diffs = append(diffs, "address "+s.addressName+" is missing")
-	case !addressUsable(s, p.address, d.Ownership):
+	case b.claimable(s, p.address, d.Ownership):
+		// Attached before the provider claimed addresses: Update labels it.
+		diffs = append(diffs, "address "+s.addressName+" is not labelled as this proxy's yet")
+		ip = p.address.GetAddress()
+	case !ownedBy(p.address.GetLabels(), d.Ownership):
 		diffs = append(diffs, "address "+s.addressName+" is not ours")
 	default:
 		ip = p.address.GetAddress()

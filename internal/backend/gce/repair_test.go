@@ -160,8 +160,11 @@ func TestDeleteKeeps(t *testing.T) {
 		"UserAddress": {
 			reason: "An address the user named is never deleted.",
 			mod:    func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-ip")} },
-			setup:  func(t *testing.T, e *env) { reserve(t, e.fake, "team-ip", nil) },
-			left:   []string{"team-ip"},
+			setup: func(t *testing.T, e *env) {
+				WithAllowedAddresses("team-ip")(e.b)
+				reserve(t, e.fake, "team-ip", nil)
+			},
+			left: []string{"team-ip"},
 		},
 		"GarbageCollector": {
 			reason: "With only Name and Ownership the zone is found by label; the address is kept, as it may be retained on purpose.",

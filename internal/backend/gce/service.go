@@ -40,6 +40,7 @@ type addressesAPI interface {
 	Get(ctx context.Context, req *computepb.GetAddressRequest, opts ...gax.CallOption) (*computepb.Address, error)
 	Insert(ctx context.Context, req *computepb.InsertAddressRequest, opts ...gax.CallOption) (*compute.Operation, error)
 	Delete(ctx context.Context, req *computepb.DeleteAddressRequest, opts ...gax.CallOption) (*compute.Operation, error)
+	SetLabels(ctx context.Context, req *computepb.SetLabelsAddressRequest, opts ...gax.CallOption) (*compute.Operation, error)
 	List(ctx context.Context, req *computepb.ListAddressesRequest, opts ...gax.CallOption) *compute.AddressIterator
 	Close() error
 }

@@ -9,6 +9,7 @@ package gce
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
@@ -20,24 +21,30 @@ import (
 )
 
 // TestUserAddress attaches the addresses a user may name, and checks that
-// Delete leaves them behind: the provider did not make them.
+// Delete leaves them behind, still claimed: the provider did not make them,
+// and another team must not send from this team's egress IP after it.
 func TestUserAddress(t *testing.T) {
 	cases := map[string]struct {
 		reason string
+		opts   []Option
 		labels map[string]string
 	}{
 		"PlatformReserved": {
-			reason: "An address without ownership labels was reserved by the platform team: it may be attached.",
+			reason: "An address without ownership labels that the config lists was reserved by the platform team: it may be claimed and attached.",
+			opts:   []Option{WithAllowedAddresses("team-a-ip")},
 			labels: map[string]string{"team": "a"},
 		},
 		"Ours": {
-			reason: "An address with this proxy's own ownership labels is ours to attach.",
+			reason: "An address with this proxy's own ownership labels is ours to attach, listed or not.",
 			labels: ownershipLabels(ownership(testUID)),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
+			for _, o := range tc.opts {
+				o(e.b)
+			}
 			ip := reserve(t, e.fake, "team-a-ip", tc.labels)
 			d := desired(func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-a-ip")} })
 			if err := e.b.Create(ctx(t), d); err != nil {
@@ -51,11 +58,107 @@ func TestUserAddress(t *testing.T) {
 			if len(addrs) != 1 || addrs[0].GetName() != "team-a-ip" {
 				t.Fatalf("Delete must never delete a user-named address; addresses left: %v", addrs)
 			}
-			if diff := cmp.Diff(tc.labels, addrs[0].GetLabels()); diff != "" {
-				t.Errorf("Delete must leave a user-named address as it was: labels -want +got:\n%s", diff)
+			want := instanceLabels(tc.labels, ownership(testUID))
+			if diff := cmp.Diff(want, addrs[0].GetLabels()); diff != "" {
+				t.Errorf("Delete must leave a user-named address claimed: labels -want +got:\n%s", diff)
 			}
 		})
 	}
+}
+
+// TestUserAddressNotListed refuses an address without ownership labels that
+// the provider config does not list: the platform hands those out.
+func TestUserAddressNotListed(t *testing.T) {
+	e := newEnv(t)
+	WithAllowedAddresses("other-ip")(e.b)
+	reserve(t, e.fake, "team-a-ip", nil)
+	d := desired(func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-a-ip")} })
+	err := e.b.Create(ctx(t), d)
+	want := backend.Permanent(errors.Errorf(errFmtAddressNotListed, "team-a-ip", defaultConfigName))
+	if diff := cmp.Diff(want, err, test.EquateErrors()); diff != "" {
+		t.Errorf("Create: -want +got:\n%s", diff)
+	}
+	if a := e.fake.Addresses(); len(a) != 1 || len(a[0].GetLabels()) != 0 {
+		t.Errorf("a refused address must stay unlabelled: %v", a)
+	}
+}
+
+// TestAddressTakeover is two teams, each with its own namespace, proxy and
+// provider config, both reaching the same project and both listing the
+// same platform address. Team A attaches it first; team B may never take
+// it: not while A's VM uses it, not while A's VM is replaced (the address
+// is RESERVED, with no user), and no refusal names A's instance.
+func TestAddressTakeover(t *testing.T) {
+	e := newEnv(t)
+	WithAllowedAddresses("shared-ip")(e.b)
+	teamB, err := New(t.Context(), testProject, e.fake.ClientOptions(), WithCallTimeout(10*time.Second), WithClock(e.clock.now),
+		WithAllowedAddresses("shared-ip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = teamB.Close() })
+	ip := reserve(t, e.fake, "shared-ip", nil)
+	shared := &v1alpha1.GCPAddress{Name: proto.String("shared-ip")}
+	a := desired(func(d *Desired) { d.Params.Address = shared })
+	b := desired(func(d *Desired) {
+		d.Name = "egp-team-b-web-5e6f7a8b"
+		d.Ownership = backend.Ownership{Owner: backend.Owner{UID: "0b0b0b0b-1111-2222-3333-444444444444", Namespace: "team-b", Name: "web"}, ProviderInstance: "default"}
+		d.Params.Address = shared
+	})
+	refused := func(when string) {
+		t.Helper()
+		err := teamB.Create(ctx(t), b)
+		if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "spec.forProvider.address.name") {
+			t.Errorf("%s: team B's Create = %v (class %s), want Permanent naming spec.forProvider.address.name", when, err, backend.ClassOf(err))
+		}
+		if err != nil && (strings.Contains(err.Error(), "instances/") || strings.Contains(err.Error(), a.Name)) {
+			t.Errorf("%s: the refusal names team A's instance: %v", when, err)
+		}
+		if _, ok := e.fake.Instance(testProject, testZone, b.Name); ok {
+			t.Errorf("%s: team B got an instance", when)
+		}
+	}
+
+	if err := e.b.Create(ctx(t), a); err != nil {
+		t.Fatalf("team A's Create: %v", err)
+	}
+	if o := e.untilReady(t, a, 5); !cmp.Equal(o.EgressIPs, []string{ip}) {
+		t.Fatalf("team A egress IPs = %v, want %s", o.EgressIPs, ip)
+	}
+	refused("while team A's VM uses the address")
+
+	// A credentials change replaces team A's VM: Update deletes it, and the
+	// next reconcile makes it again. In between the address has no user.
+	rotated := a
+	rotated.Credentials.Password = "rotated"
+	if err := e.b.Update(ctx(t), rotated); err != nil {
+		t.Fatalf("team A's Update: %v", err)
+	}
+	for range 5 {
+		inst, err := e.b.getInstance(ctx(t), testZone, a.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst == nil {
+			break
+		}
+	}
+	addr := e.fake.Addresses()[0]
+	if addr.GetStatus() != "RESERVED" {
+		t.Fatalf("during the replacement the address is %s, want RESERVED", addr.GetStatus())
+	}
+	if !ownedBy(addr.GetLabels(), a.Ownership) {
+		t.Errorf("during the replacement the address has labels %v, want team A's claim", addr.GetLabels())
+	}
+	refused("while team A's VM is replaced")
+
+	if err := e.b.Update(ctx(t), rotated); err != nil {
+		t.Fatalf("team A's Update after the replacement: %v", err)
+	}
+	if o := e.untilReady(t, rotated, 5); !cmp.Equal(o.EgressIPs, []string{ip}) {
+		t.Errorf("team A egress IPs after the replacement = %v, want %s", o.EgressIPs, ip)
+	}
+	refused("after team A's VM is back")
 }
 
 func TestCheckServiceAccount(t *testing.T) {
