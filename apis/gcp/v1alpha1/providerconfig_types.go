@@ -82,6 +82,11 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:items:MaxLength=254
 	// +kubebuilder:validation:XValidation:rule="self.all(e, e.matches('^[a-z0-9._%+-]+@[a-z0-9.-]+$'))",message="spec.allowedServiceAccounts must hold service account e-mails such as proxy@my-project.iam.gserviceaccount.com"
 	AllowedServiceAccounts []string `json:"allowedServiceAccounts,omitempty"`
+
+	// Policy is what the proxies using this config may ask for. Without
+	// one, only what is safe for an untrusted team is allowed.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -38,7 +38,7 @@ const IDScheme = "gce"
 const (
 	errFmtProjectID    = "project ID %q is not a Google Cloud project ID"
 	errHealth          = "cannot list firewall rules to check the credentials and project"
-	errFmtSANotAllowed = "spec.forProvider.serviceAccountEmail %s is not in spec.allowedServiceAccounts of %s: a proxy may run only as a service account its provider config allows, since whoever controls the proxy can obtain that account's tokens"
+	errFmtSANotAllowed = "spec.forProvider.serviceAccountEmail %s is not in spec.allowedServiceAccounts or spec.policy.gcp.serviceAccounts of %s: a proxy may run only as a service account its provider config allows, since whoever controls the proxy can obtain that account's tokens"
 )
 
 // defaultConfigName names the provider config in errors when the backend
@@ -63,10 +63,9 @@ type Backend struct {
 	// allowedSAs are the service accounts a proxy may attach, as the
 	// provider config named config lists them.
 	allowedSAs map[string]bool
-	// allowedAddresses are the addresses without ownership labels a proxy
-	// may name and claim (spec.forProvider.address.name).
-	allowedAddresses map[string]bool
-	config           string
+	// policy is spec.policy.gcp of the provider config (see checkPolicy).
+	policy v1alpha1.GCPPolicy
+	config string
 	// verifier remembers which htpasswd files accept which credentials,
 	// so a steady-state Observe costs no bcrypt (~60 ms). One per backend:
 	// its memory goes with the provider config it serves.
@@ -102,26 +101,15 @@ func WithRetryInterval(d time.Duration) Option {
 }
 
 // WithAllowedServiceAccounts sets the service accounts a proxy may attach
-// to its VM, and the provider config that lists them (named in errors).
-// Without it no service account may be attached.
+// to its VM (spec.allowedServiceAccounts and spec.policy.gcp.serviceAccounts
+// of the config), and the provider config that lists them (named in
+// errors). Without it no service account may be attached.
 func WithAllowedServiceAccounts(config string, emails ...string) Option {
 	return func(b *Backend) {
 		b.config = config
 		b.allowedSAs = make(map[string]bool, len(emails))
 		for _, e := range emails {
 			b.allowedSAs[e] = true
-		}
-	}
-}
-
-// WithAllowedAddresses sets the static addresses that carry no ownership
-// label (reserved by the platform team) a proxy may name and claim. Without
-// it a proxy may name only an address already labelled as its own.
-func WithAllowedAddresses(names ...string) Option {
-	return func(b *Backend) {
-		b.allowedAddresses = make(map[string]bool, len(names))
-		for _, n := range names {
-			b.allowedAddresses[n] = true
 		}
 	}
 }

@@ -64,7 +64,7 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	// Observe reads this proxy's parts with GETs until lists made after
 	// this write are there.
 	defer b.cache.touch(s)
-	if err := b.checkServiceAccount(s); err != nil {
+	if err := b.checkPolicy(s, d); err != nil {
 		return err
 	}
 	ip, err := b.ensureAddress(ctx, s, d)
@@ -122,7 +122,7 @@ func (b *Backend) checkAddress(s spec, a *computepb.Address, o backend.Ownership
 		return backend.Permanent(errors.Errorf(errFmtForeignAddress, s.addressName))
 	case !s.userAddress:
 		return backend.Permanent(errors.Errorf(errFmtNotOurs, "address "+s.addressName))
-	case !b.allowedAddresses[s.addressName]:
+	case !b.addressListed(s.addressName):
 		return backend.Permanent(errors.Errorf(errFmtAddressNotListed, s.addressName, b.config))
 	}
 	_, err := usableAddress(b.project, a, s)

@@ -161,7 +161,7 @@ func TestDeleteKeeps(t *testing.T) {
 			reason: "An address the user named is never deleted.",
 			mod:    func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-ip")} },
 			setup: func(t *testing.T, e *env) {
-				WithAllowedAddresses("team-ip")(e.b)
+				WithPolicy(defaultConfigName, v1alpha1.GCPPolicy{Addresses: []string{"team-ip"}})(e.b)
 				reserve(t, e.fake, "team-ip", nil)
 			},
 			left: []string{"team-ip"},

@@ -31,7 +31,7 @@ func TestUserAddress(t *testing.T) {
 	}{
 		"PlatformReserved": {
 			reason: "An address without ownership labels that the config lists was reserved by the platform team: it may be claimed and attached.",
-			opts:   []Option{WithAllowedAddresses("team-a-ip")},
+			opts:   []Option{WithPolicy(defaultConfigName, v1alpha1.GCPPolicy{Addresses: []string{"team-a-ip"}})},
 			labels: map[string]string{"team": "a"},
 		},
 		"Ours": {
@@ -70,7 +70,7 @@ func TestUserAddress(t *testing.T) {
 // the provider config does not list: the platform hands those out.
 func TestUserAddressNotListed(t *testing.T) {
 	e := newEnv(t)
-	WithAllowedAddresses("other-ip")(e.b)
+	WithPolicy(defaultConfigName, v1alpha1.GCPPolicy{Addresses: []string{"other-ip"}})(e.b)
 	reserve(t, e.fake, "team-a-ip", nil)
 	d := desired(func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-a-ip")} })
 	err := e.b.Create(ctx(t), d)
@@ -90,9 +90,9 @@ func TestUserAddressNotListed(t *testing.T) {
 // is RESERVED, with no user), and no refusal names A's instance.
 func TestAddressTakeover(t *testing.T) {
 	e := newEnv(t)
-	WithAllowedAddresses("shared-ip")(e.b)
+	WithPolicy("ClusterProviderConfig team-a", v1alpha1.GCPPolicy{Addresses: []string{"shared-ip"}})(e.b)
 	teamB, err := New(t.Context(), testProject, e.fake.ClientOptions(), WithCallTimeout(10*time.Second), WithClock(e.clock.now),
-		WithAllowedAddresses("shared-ip"))
+		WithPolicy("ProviderConfig team-b/gcp", v1alpha1.GCPPolicy{Addresses: []string{"shared-ip"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestServiceAccountAllowlist(t *testing.T) {
 
 	WithAllowedServiceAccounts("ProviderConfig team-a/gcp")(e.b)
 	o, err := e.b.Observe(ctx(t), d)
-	if err != nil || o.UpToDate || !strings.Contains(o.Diff, "is not in spec.allowedServiceAccounts of ProviderConfig team-a/gcp") {
+	if err != nil || o.UpToDate || !strings.Contains(o.Diff, "is not in spec.allowedServiceAccounts or spec.policy.gcp.serviceAccounts of ProviderConfig team-a/gcp") {
 		t.Errorf("Observe once the config no longer allows the account = %+v, %v; want not up to date, saying why", o, err)
 	}
 	if err := e.b.Update(ctx(t), d); backend.ClassOf(err) != backend.ClassPermanent {

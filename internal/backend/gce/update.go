@@ -43,7 +43,7 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	// Observe reads this proxy's parts with GETs until lists made after
 	// this write are there.
 	defer b.cache.touch(s)
-	if err := b.checkServiceAccount(s); err != nil {
+	if err := b.checkPolicy(s, d); err != nil {
 		return err
 	}
 	ip, err := b.ensureAddress(ctx, s, d)

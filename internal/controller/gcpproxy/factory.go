@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/auth"
@@ -166,10 +167,15 @@ func (f *factory) newBackend(ctx context.Context, cfg proxy.Config, spec v1alpha
 		opts = append(opts, option.WithEndpoint(*spec.Endpoint))
 	}
 	opts = append(opts, f.clientOpts...)
-	// The allowlist is part of the config's spec: a change bumps its
-	// generation, so the cache builds a backend with the new list.
+	// The policy is part of the config's spec: a change bumps its
+	// generation, so the cache builds a backend with the new one.
+	var policy v1alpha1.GCPPolicy
+	if spec.Policy.GCP != nil {
+		policy = *spec.Policy.GCP
+	}
+	sas := append(slices.Clone(spec.AllowedServiceAccounts), policy.ServiceAccounts...)
 	bo := append([]gce.Option{
-		gce.WithCallTimeout(f.timeout), gce.WithAllowedServiceAccounts(configName(cfg), spec.AllowedServiceAccounts...),
+		gce.WithCallTimeout(f.timeout), gce.WithPolicy(configName(cfg), policy), gce.WithAllowedServiceAccounts(configName(cfg), sas...),
 	}, f.backendOpts...)
 	// The clients outlive this reconcile: they must not inherit its end.
 	b, err := gce.New(context.WithoutCancel(ctx), spec.ProjectID, opts, bo...)

@@ -259,7 +259,7 @@ func TestFactoryAllowedServiceAccounts(t *testing.T) {
 		t.Fatalf("factory: %v", err)
 	}
 	err = b.Create(t.Context(), d)
-	want := "spec.forProvider.serviceAccountEmail " + sa + " is not in spec.allowedServiceAccounts of ProviderConfig team-a/gcp"
+	want := "spec.forProvider.serviceAccountEmail " + sa + " is not in spec.allowedServiceAccounts or spec.policy.gcp.serviceAccounts of ProviderConfig team-a/gcp"
 	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Create with a service account the config does not list = %v, want Permanent containing %q", err, want)
 	}
@@ -275,6 +275,20 @@ func TestFactoryAllowedServiceAccounts(t *testing.T) {
 	}
 	if insts := s.Instances(); len(insts) != 1 || len(insts[0].GetServiceAccounts()) != 1 || insts[0].GetServiceAccounts()[0].GetEmail() != sa {
 		t.Errorf("want one instance running as %s, got %v", sa, insts)
+	}
+
+	// spec.policy.gcp reaches the backend too: its service accounts count
+	// as listed, and its other lists bound the rest of the spec.
+	pc.Spec.AllowedServiceAccounts = nil
+	pc.Spec.Policy.GCP = &v1alpha1.GCPPolicy{ServiceAccounts: []string{sa}, MachineTypes: []string{"e2-standard-2"}}
+	pc.Generation++
+	if b, err = f(t.Context(), kube, cfg); err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	err = b.Update(t.Context(), d)
+	want = `spec.forProvider.machineType "e2-small" is not in ProviderConfig team-a/gcp spec.policy.gcp.machineTypes, which allows "e2-standard-2"`
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), want) {
+		t.Errorf("Update with a machine type the policy does not list = %v, want Permanent containing %q", err, want)
 	}
 }
 
