@@ -71,6 +71,12 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	// +kubebuilder:validation:items:Pattern=`^[^\s"'\\]+$`
 	AllowedImages []string `json:"allowedImages,omitempty"`
+
+	// Policy is what the proxies using this config may ask for, besides
+	// their namespace and image. Without one, only what is safe for an
+	// untrusted team is allowed.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true

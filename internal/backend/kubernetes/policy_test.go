@@ -11,10 +11,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
@@ -195,5 +201,149 @@ func TestPolicyGuardsTheBackend(t *testing.T) {
 	}
 	if err := New(c, p).Delete(t.Context(), d); err != nil {
 		t.Errorf("Delete of a refused proxy: %v; want it deleted", err)
+	}
+}
+
+// TestKubernetesPolicy checks spec.policy.kubernetes: its defaults, which
+// are safe for an untrusted team, and its lists.
+func TestKubernetesPolicy(t *testing.T) {
+	refused := func(format string, args ...any) error { return backend.Permanent(errors.Errorf(format, args...)) }
+	policy := func(k v1alpha1.KubernetesPolicy) *Policy {
+		return &Policy{Config: testConfig, Namespaces: []string{AnyNamespace}, KubernetesPolicy: k}
+	}
+	with := func(mod func(*Params)) desiredMod { return func(d *backend.Desired[Params]) { mod(&d.Params) } }
+	controlPlane := corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	egressNode := corev1.Toleration{Key: "egressproxy.io/egress-node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	cases := map[string]struct {
+		reason string
+		policy *Policy
+		d      backend.Desired[Params]
+		want   error
+	}{
+		"Defaults": {
+			reason: "A ClusterIP proxy of two replicas, without placement or resources, passes the defaults.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(),
+		},
+		"LoadBalancerByDefault": {
+			reason: "By default only ClusterIP: a LoadBalancer opens the proxy beyond the cluster.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(withServiceType(corev1.ServiceTypeLoadBalancer)),
+			want:   refused(`spec.forProvider.serviceType "LoadBalancer" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.serviceTypes is empty, which allows only "ClusterIP"`),
+		},
+		"NodePortNotListed": {
+			reason: "A listed type list replaces the default.",
+			policy: policy(v1alpha1.KubernetesPolicy{ServiceTypes: []corev1.ServiceType{corev1.ServiceTypeLoadBalancer}}),
+			d:      desired(withServiceType(corev1.ServiceTypeNodePort)),
+			want:   refused(`spec.forProvider.serviceType "NodePort" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.serviceTypes allow "LoadBalancer"`),
+		},
+		"LoadBalancerIPByDefault": {
+			reason: "Without spec.policy.kubernetes.loadBalancerIPs no address may be pinned: it may be another team's.",
+			policy: policy(v1alpha1.KubernetesPolicy{ServiceTypes: []corev1.ServiceType{corev1.ServiceTypeLoadBalancer}}),
+			d:      desired(withServiceType(corev1.ServiceTypeLoadBalancer), with(func(p *Params) { p.LoadBalancerIP = ptr.To("192.0.2.10") })),
+			want:   refused(`spec.forProvider.loadBalancerIP "192.0.2.10" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.loadBalancerIPs is empty, which allows none`),
+		},
+		"LoadBalancerIPInRange": {
+			reason: "An address in a listed CIDR may be pinned.",
+			policy: policy(v1alpha1.KubernetesPolicy{ServiceTypes: []corev1.ServiceType{corev1.ServiceTypeLoadBalancer}, LoadBalancerIPs: []string{"192.0.2.0/28"}}),
+			d:      desired(withServiceType(corev1.ServiceTypeLoadBalancer), with(func(p *Params) { p.LoadBalancerIP = ptr.To("192.0.2.10") })),
+		},
+		"LoadBalancerIPOutOfRange": {
+			reason: "An address outside every listed one is refused.",
+			policy: policy(v1alpha1.KubernetesPolicy{ServiceTypes: []corev1.ServiceType{corev1.ServiceTypeLoadBalancer}, LoadBalancerIPs: []string{"192.0.2.0/28", "198.51.100.7"}}),
+			d:      desired(withServiceType(corev1.ServiceTypeLoadBalancer), with(func(p *Params) { p.LoadBalancerIP = ptr.To("192.0.2.16") })),
+			want:   refused(`spec.forProvider.loadBalancerIP "192.0.2.16" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.loadBalancerIPs allow "192.0.2.0/28", "198.51.100.7"`),
+		},
+		"ControlPlaneTolerationByDefault": {
+			reason: "By default no toleration may reach the control-plane nodes.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(with(func(p *Params) { p.Tolerations = []corev1.Toleration{egressNode, controlPlane} })),
+			want:   refused(`spec.forProvider.tolerations "node-role.kubernetes.io/control-plane:NoSchedule" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.tolerations is empty, which allows none on the control-plane nodes`),
+		},
+		"TolerateEverythingByDefault": {
+			reason: "A key-less Exists tolerates every taint, the control plane's too.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(with(func(p *Params) { p.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} })),
+			want:   refused(`spec.forProvider.tolerations "*:*" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.tolerations is empty, which allows none on the control-plane nodes`),
+		},
+		"OtherTolerationByDefault": {
+			reason: "A toleration of another taint goes by default.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(with(func(p *Params) { p.Tolerations = []corev1.Toleration{egressNode} })),
+		},
+		"TolerationNotListed": {
+			reason: "A list allows exactly its tolerations.",
+			policy: policy(v1alpha1.KubernetesPolicy{Tolerations: []corev1.Toleration{egressNode}}),
+			d: desired(with(func(p *Params) {
+				p.Tolerations = []corev1.Toleration{{Key: "egressproxy.io/egress-node", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+			})),
+			want: refused(`spec.forProvider.tolerations "egressproxy.io/egress-node=x:NoSchedule" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.tolerations allow "egressproxy.io/egress-node:NoSchedule"`),
+		},
+		"ControlPlaneSelectorByDefault": {
+			reason: "By default no node selector may pick the control-plane nodes.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(with(func(p *Params) { p.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""} })),
+			want:   refused(`spec.forProvider.nodeSelector "node-role.kubernetes.io/control-plane=" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.nodeSelectors is empty, which allows none on the control-plane nodes`),
+		},
+		"SelectorListed": {
+			reason: `A listed "key" allows any value of that label, "key=value" that value.`,
+			policy: policy(v1alpha1.KubernetesPolicy{NodeSelectors: []string{"egressproxy.io/egress-node", "zone=a"}}),
+			d:      desired(with(func(p *Params) { p.NodeSelector = map[string]string{"egressproxy.io/egress-node": "true", "zone": "a"} })),
+		},
+		"SelectorValueNotListed": {
+			reason: `"key=value" allows no other value.`,
+			policy: policy(v1alpha1.KubernetesPolicy{NodeSelectors: []string{"zone=a"}}),
+			d:      desired(with(func(p *Params) { p.NodeSelector = map[string]string{"zone": "b"} })),
+			want:   refused(`spec.forProvider.nodeSelector "zone=b" is not allowed by ClusterProviderConfig default: its spec.policy.kubernetes.nodeSelectors allow "zone=a"`),
+		},
+		"ReplicasByDefault": {
+			reason: "By default at most 3 replicas.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d:      desired(withReplicas(4)),
+			want:   refused(`spec.forProvider.replicas 4 is more than ClusterProviderConfig default allows: its spec.policy.kubernetes.maxReplicas is unset, which allows at most 3`),
+		},
+		"ReplicasCeiling": {
+			reason: "maxReplicas replaces the default ceiling.",
+			policy: policy(v1alpha1.KubernetesPolicy{MaxReplicas: ptr.To[int32](10)}),
+			d:      desired(withReplicas(10)),
+		},
+		"CPUByDefault": {
+			reason: "By default no request or limit above 1 CPU.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d: desired(with(func(p *Params) {
+				p.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+			})),
+			want: refused(`spec.forProvider.resources.limits.cpu 64 is more than ClusterProviderConfig default allows: its spec.policy.kubernetes.maxResources.cpu is unset, which allows at most 1`),
+		},
+		"UnknownResource": {
+			reason: "A resource the ceilings do not name may not be asked for.",
+			policy: policy(v1alpha1.KubernetesPolicy{}),
+			d: desired(with(func(p *Params) {
+				p.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+			})),
+			want: refused(`spec.forProvider.resources.requests.nvidia.com/gpu 1 is more than ClusterProviderConfig default allows: its spec.policy.kubernetes.maxResources names no such resource`),
+		},
+		"ResourcesWithinCeiling": {
+			reason: "Requests and limits within maxResources go.",
+			policy: policy(v1alpha1.KubernetesPolicy{MaxResources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}),
+			d: desired(with(func(p *Params) {
+				p.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
+			})),
+		},
+		"MemoryAboveCeiling": {
+			reason: "A limit above maxResources is refused, naming the ceiling.",
+			policy: policy(v1alpha1.KubernetesPolicy{MaxResources: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}),
+			d: desired(with(func(p *Params) {
+				p.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}}
+			})),
+			want: refused(`spec.forProvider.resources.limits.memory 3Gi is more than ClusterProviderConfig default allows: its spec.policy.kubernetes.maxResources.memory is 2Gi`),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.policy.allow(tc.d), test.EquateErrors()); diff != "" {
+				t.Errorf("%s\nallow(...): -want +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -132,7 +132,11 @@ func policy(cfg proxy.Config, spec v1alpha1.ProviderConfigSpec) kubernetes.Polic
 	if ns := cfg.Object.GetNamespace(); ns != "" {
 		name = v1alpha1.ProviderConfigKind + " " + ns + "/" + cfg.Object.GetName()
 	}
-	return kubernetes.Policy{Config: name, Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages}
+	p := kubernetes.Policy{Config: name, Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages}
+	if spec.Policy.Kubernetes != nil {
+		p.KubernetesPolicy = *spec.Policy.Kubernetes
+	}
+	return p
 }
 
 func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, error) {

@@ -375,3 +375,18 @@ func TestFactoryPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyOfConfig checks that a config's allowlists and spec.policy.kubernetes
+// reach the backend's Policy, named after the config.
+func TestPolicyOfConfig(t *testing.T) {
+	k := &v1alpha1.KubernetesPolicy{ServiceTypes: []corev1.ServiceType{corev1.ServiceTypeLoadBalancer}, NodeSelectors: []string{"egress"}}
+	spec := v1alpha1.ProviderConfigSpec{AllowedNamespaces: []string{"egress"}, AllowedImages: []string{"registry.example.com/"}, Policy: v1alpha1.Policy{Kubernetes: k}}
+	cfg := proxy.Config{Object: &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "target"}, Spec: spec}}
+	want := kubernetes.Policy{Config: "ProviderConfig team-a/target", Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages, KubernetesPolicy: *k}
+	if diff := cmp.Diff(want, policy(cfg, spec)); diff != "" {
+		t.Errorf("policy: -want +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(kubernetes.Policy{Config: "ClusterProviderConfig default"}, policy(proxy.Config{Object: &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, v1alpha1.ProviderConfigSpec{})); diff != "" {
+		t.Errorf("policy of a config without one: -want +got:\n%s", diff)
+	}
+}
