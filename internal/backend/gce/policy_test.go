@@ -17,6 +17,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
 
 func TestCheckPolicy(t *testing.T) {
@@ -155,4 +157,21 @@ func TestPolicyEnforced(t *testing.T) {
 		t.Errorf("a refused Update must keep the VM")
 	}
 	e.deleteAll(t, d, 8)
+}
+
+// TestDefaultPolicyAllowsComposed checks that what the compositions make
+// of each size, with the function's built-in defaults, passes a config
+// without a policy.
+func TestDefaultPolicyAllowsComposed(t *testing.T) {
+	b := newBackend(testProject, &services{})
+	for _, size := range []string{fninput.SizeSmall, fninput.SizeMedium, fninput.SizeLarge} {
+		d := desired(func(d *Desired) { d.Params.MachineType = desc.MachineTypeFor(size, nil) })
+		s, err := resolve(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.checkPolicy(s, d); err != nil {
+			t.Errorf("size %s: %v", size, err)
+		}
+	}
 }

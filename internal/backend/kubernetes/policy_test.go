@@ -22,6 +22,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
+	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
 
 const testConfig = "ClusterProviderConfig default"
@@ -345,5 +347,17 @@ func TestKubernetesPolicy(t *testing.T) {
 				t.Errorf("%s\nallow(...): -want +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestDefaultPolicyAllowsComposed checks that what the compositions make
+// of each size, with the function's built-in defaults, passes a config
+// without spec.policy.kubernetes.
+func TestDefaultPolicyAllowsComposed(t *testing.T) {
+	p := &Policy{Config: testConfig, Namespaces: []string{AnyNamespace}}
+	for _, size := range []string{fninput.SizeSmall, fninput.SizeMedium, fninput.SizeLarge} {
+		if err := p.allow(desired(withReplicas(desc.ReplicasFor(size, nil)))); err != nil {
+			t.Errorf("size %s: %v", size, err)
+		}
 	}
 }
