@@ -68,7 +68,7 @@ func managedKinds(addToScheme func(*runtime.Scheme) error) ([]managedKind, error
 // MRStateRecorder gives them. It counts the objects in the cache's store
 // where they are: the runtime's recorder lists them into a typed list, a
 // copy of every managed resource every 5 s, which was a twelfth of what a
-// steady poll of 1000 proxies allocated (docs/bench.md). A failed count
+// steady poll of 1000 proxies allocated (docs/bench.md at 22cd24f). A failed count
 // (say, the kind's CRD is not installed) is logged and tried again at the
 // next tick instead of stopping the whole manager.
 type stateRecorder struct {

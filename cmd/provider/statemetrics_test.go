@@ -44,7 +44,7 @@ func TestStateMetricsKinds(t *testing.T) {
 	}
 	sort.Strings(got)
 	// Every managed resource kind of the provider, and nothing else (no
-	// ProviderConfigUsage, no lists).
+	// provider configs, no lists).
 	want := []string{"GCPProxy", "KVMProxy", "KubernetesProxy"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("managedKinds(apis.AddToScheme): -want, +got:\n%s", diff)

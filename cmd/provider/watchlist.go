@@ -18,7 +18,7 @@ import (
 // starts its controllers only once every informer has synced, so on every
 // fresh API server (a new cluster, one just restarted, make dev, every test)
 // the provider began reconciling ~2 s later (~1.1 s per informer started
-// together; docs/bench.md, "streaming lists"), for nothing at its sizes.
+// together; docs/bench.md at 22cd24f, "streaming lists"), for nothing at its sizes.
 // Off, an informer lists at resourceVersion 0, as every informer did before
 // 1.35: the watch that follows brings what the list missed, and every
 // write checks the resourceVersion it read.

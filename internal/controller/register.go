@@ -89,10 +89,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 	return nil
 }
 
-// gvks are the kinds whose CRDs a backend's controllers need. Not the
-// ProviderConfigUsage: nothing writes or reads it any more (see
-// config.Users); its CRD stays in the package for the usages earlier
-// versions wrote, which go with their resources.
+// gvks are the kinds whose CRDs a backend's controllers need.
 func gvks(b registry.Backend) []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{b.Managed, b.ProviderConfig(), b.ClusterProviderConfig()}
 }

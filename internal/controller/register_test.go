@@ -100,8 +100,6 @@ func addMemoryTypes(s *runtime.Scheme) error {
 		"ProviderConfigList":        &reuse.ProviderConfigList{},
 		"ClusterProviderConfig":     &reuse.ClusterProviderConfig{},
 		"ClusterProviderConfigList": &reuse.ClusterProviderConfigList{},
-		"ProviderConfigUsage":       &reuse.ProviderConfigUsage{},
-		"ProviderConfigUsageList":   &reuse.ProviderConfigUsageList{},
 	} {
 		s.AddKnownTypeWithName(memoryGroup.WithKind(kind), o)
 	}
@@ -188,7 +186,7 @@ func memoryCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	r := strings.NewReplacer("kubernetes.m.egressproxy.io", memoryGroup.Group,
 		"KubernetesProxy", "MemoryProxy", "kubernetesproxies", "memoryproxies", "kubernetesproxy", "memoryproxy")
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, plural := range []string{"kubernetesproxies", "providerconfigs", "clusterproviderconfigs", "providerconfigusages"} {
+	for _, plural := range []string{"kubernetesproxies", "providerconfigs", "clusterproviderconfigs"} {
 		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "package", "provider", "crds", "kubernetes.m.egressproxy.io_"+plural+".yaml"))
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ SPDX-License-Identifier: Apache-2.0
 // package's init runs code and reads data in its own part of it. The
 // kernel maps a page's neighbours along with it (fault-around: ~100 KiB a
 // fault here), so by the time the manager runs nearly the whole binary is
-// mapped: ~50 MiB of the process's RSS (docs/bench.md, "startup pages").
+// mapped: ~50 MiB of the process's RSS (docs/bench.md at 22cd24f, "startup pages").
 // Dropping the mappings (MADV_DONTNEED: the pages stay in the page cache,
 // and what runs again is mapped again on first touch, a minor fault) leaves
 // the process holding what it uses, 34-40 MiB with its neighbours, and the

@@ -15,7 +15,7 @@ SPDX-License-Identifier: Apache-2.0
 // converged on a busy API server, the provider's cache saw its own writes
 // 3.4–4.6 s after their responses (median), while another client's watch
 // of the same resources, on a connection of its own, saw them within a
-// second (docs/bench.md, "a connection for the watches").
+// second (docs/bench.md at 22cd24f, "a connection for the watches").
 package watchconn
 
 import (

@@ -43,7 +43,7 @@ import (
 // each zone's instances are listed once a poll, not twice. Decoding the
 // list (every instance's metadata, cloud-init's user-data among it) was
 // about half of a steady poll's CPU at 1000 proxies with 30 s
-// (docs/bench.md, "polls in phase").
+// (docs/bench.md at 22cd24f, "polls in phase").
 const DefaultListTTL = time.Minute
 
 const (

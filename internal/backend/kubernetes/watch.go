@@ -378,7 +378,7 @@ func (w *watchCache) cached(key objectKey) (client.Reader, bool) {
 // return the same, unless someone wrote the object since, which the watch
 // then delivers and reports as a change. While 1000 proxies converge the
 // watch lags behind the writes, and such reads were most of the target's
-// GETs (docs/bench.md).
+// GETs (docs/bench.md at 22cd24f).
 type ownWrite struct {
 	client.Reader
 	obj client.Object
@@ -404,7 +404,7 @@ func (w *watchCache) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // firstSync is how long after the cache started a read waits for its
 // kind's informer to sync. At a cold start, with many proxies, their first
 // Observes came before the informers had listed, and each of their reads
-// went to the API server: ~1 GET per new proxy at N=200 (docs/bench.md),
+// went to the API server: ~1 GET per new proxy at N=200 (docs/bench.md at 22cd24f),
 // to learn what the lists bring a moment later. A kind whose list or
 // watch is refused is marked broken by then, and not waited for.
 const firstSync = 5 * time.Second

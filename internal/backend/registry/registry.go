@@ -26,7 +26,6 @@ import (
 const (
 	KindProviderConfig        = "ProviderConfig"
 	KindClusterProviderConfig = "ClusterProviderConfig"
-	KindProviderConfigUsage   = "ProviderConfigUsage"
 	listSuffix                = "List"
 )
 
@@ -39,8 +38,7 @@ type Backend struct {
 	Name string
 
 	// Managed is the managed resource kind of the backend. Its API group
-	// also holds the ProviderConfig, ClusterProviderConfig and
-	// ProviderConfigUsage kinds.
+	// also holds the ProviderConfig and ClusterProviderConfig kinds.
 	Managed schema.GroupVersionKind
 
 	// MaxNameLength is the longest instance name the backend accepts.
@@ -61,11 +59,6 @@ func (b Backend) ProviderConfig() schema.GroupVersionKind {
 // ClusterProviderConfig is the GVK of the backend's ClusterProviderConfig.
 func (b Backend) ClusterProviderConfig() schema.GroupVersionKind {
 	return b.Managed.GroupVersion().WithKind(KindClusterProviderConfig)
-}
-
-// ProviderConfigUsage is the GVK of the backend's ProviderConfigUsage.
-func (b Backend) ProviderConfigUsage() schema.GroupVersionKind {
-	return b.Managed.GroupVersion().WithKind(KindProviderConfigUsage)
 }
 
 // ListOf returns the GVK of the list kind of gvk.

@@ -69,7 +69,7 @@ const (
 // the provider reads (cmd/provider keeps it in a Secret of its own
 // namespace). Generating one writes nothing, so it survives a crash between
 // Create and the connection Secret without a Secret of its own (one write
-// per new proxy fewer, docs/bench.md), and a new value of the annotation
+// per new proxy fewer, docs/bench.md at 22cd24f), and a new value of the annotation
 // rotates it. Earlier versions stored a random password in a Secret the
 // resource controls; while that Secret is there, its password is kept, so
 // an upgrade changes no proxy's password, and deleting it rotates.

@@ -29,7 +29,7 @@ import (
 // seconds behind the API server, and the requeue after Create came back
 // before the cache had seen Create's writes for 40–60% of them: at N=1000,
 // 414 finalizer conflicts and ~175 status conflicts, each a whole extra
-// reconcile with its backend calls (docs/bench.md, "stale reads"). The
+// reconcile with its backend calls (docs/bench.md at 22cd24f, "stale reads"). The
 // fresh gate holds such a reconcile back until the cache has seen the write.
 
 const (
@@ -219,7 +219,7 @@ type trackingClient struct {
 // CaughtUp, which saw its event before there was a record, it was never
 // observed, and its record stayed until the early event of the resource's
 // next write matched it: the lag observed was then the time between the
-// two writes, seconds (docs/bench.md, "every write's lag").
+// two writes, seconds (docs/bench.md at 22cd24f, "every write's lag").
 // Recording first leaves no gap: an event arriving between the record and
 // the look is CaughtUp's, and the look then finds no record.
 func (c trackingClient) record(ctx context.Context, o client.Object) {

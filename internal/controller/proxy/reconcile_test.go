@@ -210,17 +210,12 @@ func TestManagedReconcilerLifecycle(t *testing.T) {
 		return p != first && len(p) == 32 && c == p, fmt.Sprintf("instance %q, connection Secret %q", p, c)
 	})
 
-	// The config counts its user, and is held by it, with no
-	// ProviderConfigUsage written.
+	// The config counts its user, and is held by it.
 	kube.Eventually(t, "the ProviderConfig to count one user", func() (bool, string) {
 		pc := &v1alpha1.ProviderConfig{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "target"}, pc)
 		return err == nil && pc.Status.Users == 1 && slices.Contains(pc.GetFinalizers(), config.FinalizerInUse), fmt.Sprint(pc.Status.Users, pc.GetFinalizers(), err)
 	})
-	usages := &v1alpha1.ProviderConfigUsageList{}
-	if err := e.Client.List(ctx, usages, client.InNamespace(ns)); err != nil || len(usages.Items) != 0 {
-		t.Errorf("no ProviderConfigUsage must be written: %d, %v", len(usages.Items), err)
-	}
 
 	// A spec change reaches the backend through Update.
 	got.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}

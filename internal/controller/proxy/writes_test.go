@@ -115,15 +115,13 @@ func TestWritesPerNewProxy(t *testing.T) {
 	// finalizer, and one for create-succeeded); the connection Secret,
 	// created once with its details (was: created empty, then patched); no
 	// generated credentials Secret (was: one each, the password is derived
-	// now); no Normal event; no ProviderConfigUsage (was: one each, the
-	// config controllers count the resources themselves now).
+	// now); no Normal event.
 	want := map[string]int{
-		"PUT kubernetesproxies":     n,
-		"POST secrets":              n,
-		"PATCH secrets":             0,
-		"PUT secrets":               0,
-		"POST events":               0,
-		"POST providerconfigusages": 0,
+		"PUT kubernetesproxies": n,
+		"POST secrets":          n,
+		"PATCH secrets":         0,
+		"PUT secrets":           0,
+		"POST events":           0,
 	}
 	for k, v := range want {
 		if got[k] != v {
