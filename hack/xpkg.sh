@@ -17,7 +17,8 @@
 #   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
 #
 # With REGISTRY set, the Configuration's dependsOn names the Provider and the
-# Function in REGISTRY with the constraint >=VERSION (in a copy of its
+# Function in REGISTRY with the constraint >=VERSION, and its Compositions'
+# functionRef the name Crossplane gives that Function (in a copy of its
 # package root; the source keeps the release registry): the three are
 # released together, so a Configuration upgrade makes Crossplane (with
 # --enable-dependency-version-upgrades) roll the Provider and the Function
@@ -156,11 +157,15 @@ configuration_package() {
     grep -q "package: $REGISTRY/provider-egressproxy\$" "$root/crossplane.yaml" &&
       grep -q "package: $REGISTRY/function-egressproxy\$" "$root/crossplane.yaml" ||
       die "cannot point dependsOn at $REGISTRY in package/$part/crossplane.yaml"
+    # The Compositions must call the Function by the name Crossplane gives
+    # it when it installs it as a dependency from REGISTRY; any other name
+    # leaves every claim uncomposed.
     local repo fn
     repo=$(repository_path "$REGISTRY")
     fn=$(to_dns_label "${repo:+$repo/}function-egressproxy")
+    sed -E -i "/^[[:space:]]*functionRef:[[:space:]]*\$/{n;s#^([[:space:]]*name:[[:space:]]*).*\$#\\1$fn#}" "$root"/composition-*.yaml
     if grep -h -A1 'functionRef:' "$root"/composition-*.yaml | grep -E '^[[:space:]]*name:' | grep -qv "name: $fn\$"; then
-      log "WARNING: Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a Composition's functionRef.name differs: those Compositions will not compose"
+      die "Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a functionRef.name in package/$part/composition-*.yaml still differs after rewriting it: those Compositions would not compose"
     fi
   fi
   package "$(pkg_name "$part")" "$root" "$ROOT/$examples"

@@ -19,10 +19,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 // TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
@@ -150,4 +153,92 @@ func packageKinds(t *testing.T, img v1.Image) []string {
 	}
 	t.Fatal("the package has no package.yaml")
 	return nil
+}
+
+// TestXpkgFunctionName builds the Configurations for registries whose path
+// does not end in /egressproxy: Crossplane names the Function it installs as
+// a dependency after the repository path (xpkg.ToDNSLabel of
+// name.Reference.Context().RepositoryStr(), in its package manager's
+// dependency resolver), so the Compositions must call that name, or every
+// claim stays uncomposed. A stand-in for `crossplane xpkg build` keeps the
+// package roots hack/xpkg.sh hands it; the push goes to a loopback registry.
+func TestXpkgFunctionName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and pushes packages: skipped with -short")
+	}
+	cases := map[string]struct {
+		reason string
+		path   string
+		want   string
+	}{
+		"Release": {
+			reason: "The release path gives the name the Compositions are written with.",
+			path:   "egressproxy", want: "egressproxy-function-egressproxy",
+		},
+		"Nested": {
+			reason: "acme/proxies/function-egressproxy becomes acme-proxies-function-egressproxy.",
+			path:   "acme/proxies", want: "acme-proxies-function-egressproxy",
+		},
+		"Dots": {
+			reason: "Dots and dashes in the path become dashes.",
+			path:   "team.a/egress-proxy", want: "team-a-egress-proxy-function-egressproxy",
+		},
+	}
+	reg := registry.Start(t, registry.Options{})
+	dir := t.TempDir()
+	// An empty image stands for each package file, so the push has
+	// something to push.
+	emptyImage := filepath.Join(dir, "empty.tar")
+	if err := tarball.WriteToFile(emptyImage, name.MustParseReference("example.org/empty:v0"), empty.Image); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "crossplane")
+	fake := `#!/bin/sh
+# A stand-in for crossplane xpkg build: keeps the package root it was given.
+for a; do
+  case $a in
+    --package-root=*) root=${a#*=} ;;
+    --package-file=*) file=${a#*=} ;;
+  esac
+done
+keep="$CAPTURE/$(basename "$file" .xpkg)"
+mkdir -p "$keep" && cp -R "$root/." "$keep/" && cp "$EMPTY_IMAGE" "$file"
+`
+	if err := os.WriteFile(cli, []byte(fake), 0o755); err != nil { //nolint:gosec // An executable of the test.
+		t.Fatal(err)
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			out, capture := t.TempDir(), t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), "configuration", "configuration-namespaced")
+			cmd.Dir = testenv.RepoRoot()
+			cmd.Env = append(os.Environ(), "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.1.0",
+				"REGISTRY="+reg.Host+"/"+tc.path, "REGISTRY_CA="+reg.CAFile, "CAPTURE="+capture, "EMPTY_IMAGE="+emptyImage)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s\nhack/xpkg.sh: %v\n%s", tc.reason, err, b)
+			}
+			files, _ := filepath.Glob(filepath.Join(capture, "*", "composition-*.yaml"))
+			if len(files) != 6 {
+				t.Fatalf("want the 6 Compositions of both Configurations, got %v", files)
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(f) //nolint:gosec // A file the test made.
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range splitDocs(t, string(b)) {
+					steps, _ := field(d, "spec", "pipeline").([]any)
+					for _, s := range steps {
+						got := str(s.(map[string]any), "functionRef", "name")
+						if got != tc.want {
+							t.Errorf("%s\n%s: functionRef.name is %q, but Crossplane installs the Function from %s/%s/function-egressproxy as %q",
+								tc.reason, strings.TrimPrefix(f, capture+"/"), got, reg.Host, tc.path, tc.want)
+						}
+					}
+				}
+			}
+		})
+	}
 }
