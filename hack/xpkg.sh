@@ -106,10 +106,8 @@ build_provider() {
   ls cmd/provider/*.go >/dev/null 2>&1 ||
     die "cmd/provider does not exist yet: cannot build the provider package (build the others with: hack/xpkg.sh function configuration)"
   go_binary ./cmd/provider "$BIN/provider"
-  local ca=()
-  # The provider calls TLS APIs (Compute Engine); an empty base has no roots.
-  [ -f /etc/ssl/certs/ca-certificates.crt ] && ca=(-ca-bundle /etc/ssl/certs/ca-certificates.crt)
-  image provider-egressproxy "$BIN/provider" /provider "${ca[@]}"
+  # No CA bundle: the binaries embed their TLS roots (cmd/*/roots.go).
+  image provider-egressproxy "$BIN/provider" /provider
   local examples=$ROOT/examples/provider
   [ -d "$examples" ] || examples=$EMPTY
   package provider-egressproxy "$(package_root provider)" "$examples" \
