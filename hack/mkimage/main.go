@@ -4,8 +4,8 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Command mkimage builds a one-layer linux/amd64 OCI image tarball that holds
-// a static binary on an empty base, with the binary as entrypoint. It needs
+// Command mkimage builds a one-layer linux OCI image tarball that holds a
+// static binary on an empty base, with the binary as entrypoint. It needs
 // no Docker: `crossplane xpkg build --embed-runtime-image-tarball` embeds the
 // result in a Provider or Function package.
 //
@@ -50,6 +50,8 @@ type Options struct {
 	Binary string
 	// Path of the binary in the image; it is the entrypoint.
 	Path string
+	// Arch is the binary's GOARCH, recorded as the image's architecture.
+	Arch string
 	// Args are passed to the entrypoint by default.
 	Args []string
 	// User the entrypoint runs as.
@@ -61,7 +63,8 @@ type Options struct {
 func main() {
 	o := Options{}
 	var ref, out, args, ports string
-	flag.StringVar(&o.Binary, "binary", "", "Static linux/amd64 binary to put into the image (required).")
+	flag.StringVar(&o.Binary, "binary", "", "Static linux binary to put into the image (required).")
+	flag.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary, recorded as the image's architecture.")
 	flag.StringVar(&o.Path, "path", "", "Path of the binary in the image, its entrypoint. Default: /<binary file name>.")
 	flag.StringVar(&args, "args", "", "Space-separated default arguments of the entrypoint.")
 	flag.StringVar(&o.User, "user", "65532:65532", "User the entrypoint runs as.")
@@ -117,7 +120,10 @@ func Build(o Options) (v1.Image, error) {
 		return nil, errors.Wrap(err, errConfig)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.OS, cf.Architecture = "linux", o.Arch
+	if cf.Architecture == "" {
+		cf.Architecture = "amd64"
+	}
 	cf.Config.Entrypoint = []string{o.Path}
 	cf.Config.Cmd = o.Args
 	cf.Config.User = o.User
