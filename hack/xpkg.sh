@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds the Crossplane packages into _output/xpkg/ without Docker:
 #
-#   provider-egressproxy-$VERSION.xpkg       Provider, embedding the provider image
+#   provider-egressproxy-$VERSION.xpkg       Provider, embedding the linux/amd64 provider image
+#   provider-egressproxy-$VERSION-linux_arm64.xpkg
+#                                            the same for linux/arm64 (each further
+#                                            architecture in ARCHES likewise)
 #   function-egressproxy-$VERSION.xpkg       Function, embedding the function image
+#   function-egressproxy-$VERSION-linux_arm64.xpkg
 #   configuration-egressproxy-$VERSION.xpkg  Configuration: the XRD and Compositions
 #   configuration-egressproxy-namespaced-$VERSION.xpkg
 #                                            Configuration: the namespaced XRD
@@ -17,7 +21,8 @@
 #   REGISTRY=127.0.0.1:5000/egressproxy VERSION=v0.1.0 hack/xpkg.sh   (make xpkg REGISTRY=... VERSION=...)
 #
 # With REGISTRY set, the Configuration's dependsOn names the Provider and the
-# Function in REGISTRY with the constraint >=VERSION (in a copy of its
+# Function in REGISTRY with the constraint >=VERSION, and its Compositions'
+# functionRef the name Crossplane gives that Function (in a copy of its
 # package root; the source keeps the release registry): the three are
 # released together, so a Configuration upgrade makes Crossplane (with
 # --enable-dependency-version-upgrades) roll the Provider and the Function
@@ -26,12 +31,17 @@
 # tag (vX.Y.Z[-pre]): Crossplane's dependency resolver picks versions from the
 # repository's tags with the dependsOn constraints.
 #
-# Each binary is built static (CGO_ENABLED=0) for linux/amd64 and put on an
-# empty base image by hack/mkimage; `crossplane xpkg build
-# --embed-runtime-image-tarball` then adds the package layer.
+# Each binary is built static (CGO_ENABLED=0) for each architecture in
+# ARCHES and put on an empty base image by hack/mkimage; `crossplane xpkg
+# build --embed-runtime-image-tarball` then adds the package layer, one
+# package per architecture. hack/xpkgpush pushes the Provider's and the
+# Function's as one image index, so nodes of every architecture pull their
+# own image (Crossplane reads the package from any of them).
 #
 # Environment:
 #   VERSION        package version in file names and image tags (default v0.0.0-dev)
+#   ARCHES         linux architectures of the provider and function images
+#                  (default "amd64 arm64")
 #   REGISTRY       registry/org to build for and push to (default: build only)
 #   REGISTRY_CA    PEM CA file the push trusts besides the system roots, for a
 #                  registry with a private CA (the tests' loopback registry)
@@ -52,7 +62,7 @@ REGISTRY=${REGISTRY:-}
 REGISTRY=${REGISTRY%/}
 XPKG_REGISTRY=${XPKG_REGISTRY:-${REGISTRY:-xpkg.egressproxy.io/egressproxy}}
 OUT=${OUTPUT_DIR:-$ROOT/_output}
-BIN=$OUT/bin/linux_amd64
+read -r -a ARCHES <<<"${ARCHES:-amd64 arm64}"
 IMAGES=$OUT/images
 XPKG=$OUT/xpkg
 
@@ -64,26 +74,48 @@ crossplane_cli() {
   "$ROOT/hack/tools.sh" path crossplane
 }
 
-# go_binary PKG OUT builds a static linux/amd64 binary.
+# go_binary PKG OUT [ARCH] builds a static linux binary (default amd64).
 go_binary() {
-  log "building $1"
-  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$2" "$1"
+  log "building $1 for linux/${3:-amd64}"
+  mkdir -p "$(dirname "$2")"
+  CGO_ENABLED=0 GOOS=linux GOARCH=${3:-amd64} go build -trimpath -ldflags "-s -w" -o "$2" "$1"
 }
 
-# image NAME BINARY PATH [mkimage flags...] writes $IMAGES/NAME.tar.
+# arch_suffix ARCH prints what a package file name of ARCH ends in: nothing
+# for amd64, whose files keep the plain names, else -linux_ARCH.
+arch_suffix() {
+  [ "$1" = amd64 ] || printf -- '-linux_%s' "$1"
+}
+
+# image NAME ARCH BINARY PATH [mkimage flags...] writes $IMAGES/NAME-linux_ARCH.tar.
 image() {
-  local name=$1 binary=$2 path=$3; shift 3
-  log "building image $XPKG_REGISTRY/$name:$VERSION"
-  "$MKIMAGE" -binary "$binary" -path "$path" -ref "$XPKG_REGISTRY/$name:$VERSION" -o "$IMAGES/$name.tar" "$@"
+  local name=$1 arch=$2 binary=$3 path=$4; shift 4
+  log "building image $XPKG_REGISTRY/$name:$VERSION for linux/$arch"
+  "$MKIMAGE" -binary "$binary" -arch "$arch" -path "$path" -ref "$XPKG_REGISTRY/$name:$VERSION" \
+    -o "$IMAGES/$name-linux_$arch.tar" "$@"
 }
 
-# package NAME ROOT EXAMPLES [xpkg build flags...] writes $XPKG/NAME-$VERSION.xpkg.
+# package NAME ROOT EXAMPLES [xpkg build flags...] writes $XPKG/NAME-$VERSION$SUFFIX.xpkg.
 package() {
   local name=$1 root=$2 examples=$3; shift 3
   [ -f "$root/crossplane.yaml" ] || die "$root/crossplane.yaml is missing: a package root needs exactly one package meta file"
-  log "building package $name"
+  log "building package $name${SUFFIX:-}"
   "$CLI" xpkg build --package-root="$root" --examples-root="$examples" \
-    --package-file="$XPKG/$name-$VERSION.xpkg" "$@"
+    --package-file="$XPKG/$name-$VERSION${SUFFIX:-}.xpkg" "$@"
+}
+
+# runtime_packages NAME CMD PATH [mkimage flags...] builds the package NAME,
+# embedding the image of ./cmd/CMD at PATH, once per architecture.
+runtime_packages() {
+  local name=$1 cmd=$2 path=$3 arch root examples=$ROOT/examples/$2; shift 3
+  [ -d "$examples" ] || examples=$EMPTY
+  root=$(package_root "$cmd")
+  for arch in "${ARCHES[@]}"; do
+    go_binary "./cmd/$cmd" "$OUT/bin/linux_$arch/$cmd" "$arch"
+    image "$name" "$arch" "$OUT/bin/linux_$arch/$cmd" "$path" "$@"
+    SUFFIX=$(arch_suffix "$arch") package "$name" "$root" "$examples" \
+      --embed-runtime-image-tarball="$IMAGES/$name-linux_$arch.tar"
+  done
 }
 
 # package_root PART prints the package root of PART: package/PART, or a copy
@@ -104,23 +136,11 @@ package_root() {
 build_provider() {
   ls cmd/provider/*.go >/dev/null 2>&1 ||
     die "cmd/provider does not exist yet: cannot build the provider package (build the others with: hack/xpkg.sh function configuration)"
-  go_binary ./cmd/provider "$BIN/provider"
-  local ca=()
-  # The provider calls TLS APIs (Compute Engine); an empty base has no roots.
-  [ -f /etc/ssl/certs/ca-certificates.crt ] && ca=(-ca-bundle /etc/ssl/certs/ca-certificates.crt)
-  image provider-egressproxy "$BIN/provider" /provider "${ca[@]}"
-  local examples=$ROOT/examples/provider
-  [ -d "$examples" ] || examples=$EMPTY
-  package provider-egressproxy "$(package_root provider)" "$examples" \
-    --embed-runtime-image-tarball="$IMAGES/provider-egressproxy.tar"
+  # No CA bundle: the binaries embed their TLS roots (cmd/*/roots.go).
+  runtime_packages provider-egressproxy provider /provider
 }
 
-build_function() {
-  go_binary ./cmd/function "$BIN/function"
-  image function-egressproxy "$BIN/function" /function -expose 9443/tcp
-  package function-egressproxy "$(package_root function)" "$EMPTY" \
-    --embed-runtime-image-tarball="$IMAGES/function-egressproxy.tar"
-}
+build_function() { runtime_packages function-egressproxy function /function -expose 9443/tcp; }
 
 # to_dns_label mirrors crossplane-runtime's xpkg.ToDNSLabel: the name
 # Crossplane gives a package it installs as a dependency is ToDNSLabel of the
@@ -156,11 +176,15 @@ configuration_package() {
     grep -q "package: $REGISTRY/provider-egressproxy\$" "$root/crossplane.yaml" &&
       grep -q "package: $REGISTRY/function-egressproxy\$" "$root/crossplane.yaml" ||
       die "cannot point dependsOn at $REGISTRY in package/$part/crossplane.yaml"
+    # The Compositions must call the Function by the name Crossplane gives
+    # it when it installs it as a dependency from REGISTRY; any other name
+    # leaves every claim uncomposed.
     local repo fn
     repo=$(repository_path "$REGISTRY")
     fn=$(to_dns_label "${repo:+$repo/}function-egressproxy")
+    sed -E -i "/^[[:space:]]*functionRef:[[:space:]]*\$/{n;s#^([[:space:]]*name:[[:space:]]*).*\$#\\1$fn#}" "$root"/composition-*.yaml
     if grep -h -A1 'functionRef:' "$root"/composition-*.yaml | grep -E '^[[:space:]]*name:' | grep -qv "name: $fn\$"; then
-      log "WARNING: Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a Composition's functionRef.name differs: those Compositions will not compose"
+      die "Crossplane names the Function it installs from $REGISTRY/function-egressproxy \"$fn\", but a functionRef.name in package/$part/composition-*.yaml still differs after rewriting it: those Compositions would not compose"
     fi
   fi
   package "$(pkg_name "$part")" "$root" "$ROOT/$examples"
@@ -180,17 +204,27 @@ pkg_name() {
   esac
 }
 
-# push_args NAME prints xpkgpush's FILE=REF for NAME: $REGISTRY/NAME:$VERSION.
+# push_args NAME prints xpkgpush's FILE[,FILE...]=REF for NAME:
+# $REGISTRY/NAME:$VERSION, an image index of the Provider's and the
+# Function's packages of every architecture.
 push_args() {
-  printf '%s=%s\n' "$XPKG/$1-$VERSION.xpkg" "$REGISTRY/$1:$VERSION"
+  local files=$XPKG/$1-$VERSION.xpkg arch
+  case "$1" in
+    provider-egressproxy|function-egressproxy)
+      files=
+      for arch in "${ARCHES[@]}"; do files+=${files:+,}$XPKG/$1-$VERSION$(arch_suffix "$arch").xpkg; done ;;
+  esac
+  printf '%s=%s\n' "$files" "$REGISTRY/$1:$VERSION"
 }
 
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(provider function configuration configuration-namespaced)
 if [ "${parts[*]}" = binaries ]; then
-  mkdir -p "$BIN" "$OUT/bin/host"
-  go_binary ./cmd/provider "$BIN/provider"
-  go_binary ./cmd/function "$BIN/function"
+  mkdir -p "$OUT/bin/host"
+  for arch in "${ARCHES[@]}"; do
+    go_binary ./cmd/provider "$OUT/bin/linux_$arch/provider" "$arch"
+    go_binary ./cmd/function "$OUT/bin/linux_$arch/function" "$arch"
+  done
   go build -o "$OUT/bin/host/mkimage" ./hack/mkimage
   go build -o "$OUT/bin/host/xpkgpush" ./hack/xpkgpush
   exit 0
@@ -207,7 +241,7 @@ if [ -n "$REGISTRY" ]; then
     die "VERSION=$VERSION is not a semver tag (vX.Y.Z): Crossplane resolves dependencies by semver tags"
 fi
 
-mkdir -p "$BIN" "$IMAGES" "$XPKG" "$OUT/bin/host"
+mkdir -p "$IMAGES" "$XPKG" "$OUT/bin/host"
 CLI=$(crossplane_cli) || die "cannot find or build the Crossplane CLI (hack/tools.sh build crossplane)"
 # EMPTY stays empty (an examples root); ROOTS holds edited package roots.
 EMPTY=$(mktemp -d)

@@ -7,13 +7,12 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
-	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -21,21 +20,16 @@ import (
 const (
 	flagInstance = "provider-instance"
 
-	// instancePrefix and the UID of kube-system make the default
-	// instance: 21 + 36 characters, within the 63 of a label value.
+	// instancePrefix and 32 hex digits make the default instance: 53
+	// characters, within the 63 of a label value.
 	instancePrefix = "provider-egressproxy-"
-	// identityNamespace exists in every cluster, and its UID lives as long
-	// as the cluster: it names this control plane.
-	identityNamespace = metav1.NamespaceSystem
+	// instanceDomain separates the instance from any other use of the key
+	// of generated passwords.
+	instanceDomain = "egressproxy.io/provider-instance/v1"
+	instanceDigits = 32
 
 	errFmtInstanceFlag = "--" + flagInstance + ": %s"
-	errDeriveInstance  = "cannot derive --" + flagInstance + " from the UID of namespace " + identityNamespace +
-		": give the provider get on namespaces/" + identityNamespace + ", or set --" + flagInstance +
-		" explicitly (unique per installation sharing a backend)"
 )
-
-// namespaceGetter reads a namespace from the control plane.
-type namespaceGetter func(ctx context.Context, name string) (*corev1.Namespace, error)
 
 // checkInstanceFlag refuses an explicit instance that label sanitising
 // would change: ownership compares it exactly, and a folded or cut value
@@ -51,32 +45,21 @@ func checkInstanceFlag(explicit string) error {
 }
 
 // providerInstance returns the explicit instance, or derives one unique to
-// this control plane: provider-egressproxy-<UID of kube-system>. Two
-// control planes sharing a GCP project, a target cluster or a libvirt host
-// then never take each other's instances for their own.
-func providerInstance(ctx context.Context, explicit string, get namespaceGetter) (string, error) {
+// this installation from key, the key of generated passwords: the Secret
+// holding it is already the installation's state, lasts as long as the
+// installation (a copy of it moves the installation), and lives where
+// Crossplane lets every provider read (its own namespace's Secrets). Two
+// installations sharing a GCP project, a target cluster or a libvirt host
+// then never take each other's instances for their own. The UID of
+// kube-system named it before; Crossplane never grants a provider get on
+// namespaces.
+func providerInstance(explicit string, key []byte) (string, error) {
 	if explicit != "" {
 		return explicit, checkInstanceFlag(explicit)
 	}
-	ns, err := get(ctx, identityNamespace)
-	if err != nil {
-		return "", errors.Wrap(err, errDeriveInstance)
-	}
-	if ns.GetUID() == "" {
-		return "", errors.New(errDeriveInstance)
-	}
-	id := instancePrefix + string(ns.GetUID())
-	if err := backend.ValidateInstance(id); err != nil {
-		return "", errors.Wrap(err, errDeriveInstance)
-	}
-	return id, nil
-}
-
-// namespaces returns a namespaceGetter reading with c.
-func namespaces(c corev1client.NamespacesGetter) namespaceGetter {
-	return func(ctx context.Context, name string) (*corev1.Namespace, error) {
-		return c.Namespaces().Get(ctx, name, metav1.GetOptions{})
-	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(instanceDomain))
+	return instancePrefix + hex.EncodeToString(h.Sum(nil))[:instanceDigits], nil
 }
 
 // instanceInfo exports the provider instance as a metric, so an operator

@@ -61,7 +61,7 @@ func main() {
 		gcInterval       = app.Flag("gc-interval", "How often instances whose managed resource is gone are deleted; 0 turns it off.").Default("10m").Duration()
 		gcMinAge         = app.Flag("gc-min-age", "How old an orphan instance must be before it is deleted.").Default("1h").Duration()
 		healthInterval   = app.Flag("health-interval", "How often the backend of every provider config is checked (Healthy condition); 0 turns it off.").Default("1m").Duration()
-		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<UID of namespace kube-system>. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
+		instance         = app.Flag(flagInstance, "Name of this installation in the ownership labels, so installations sharing a backend never touch each other's instances. Empty: provider-egressproxy-<hash of the key in the Secret "+credentialsKeySecret+" of --namespace>, unique per installation. An explicit value must be a canonical label value (lower case, digits, '-', '_', at most 63).").Default("").String()
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
@@ -100,15 +100,12 @@ func main() {
 	core, err := corev1client.NewForConfig(cfg)
 	kingpin.FatalIfError(err, "Cannot create the API server client")
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	id, err := providerInstance(ctx, *instance, namespaces(core))
-	cancel()
-	kingpin.FatalIfError(err, "Cannot determine the provider instance")
-	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
-
-	ctx, cancel = context.WithTimeout(context.Background(), *timeout)
 	key, err := credentialsKey(ctx, core, *namespace)
 	cancel()
 	kingpin.FatalIfError(err, "Cannot get the key of generated proxy passwords")
+	id, err := providerInstance(*instance, key)
+	kingpin.FatalIfError(err, "Cannot determine the provider instance")
+	log.Info("Provider instance", "provider-instance", id, "explicit", *instance != "")
 
 	// The scheme is complete before the manager is made: its cache options
 	// name the CRD type, which the manager resolves at construction.

@@ -22,12 +22,15 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	kubeenv "github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
@@ -53,15 +56,10 @@ func provider(ctx context.Context, kubeconfig string, args ...string) *exec.Cmd 
 }
 
 func TestProviderInstance(t *testing.T) {
-	const uid = "0b3c1e0e-5f3a-4c1e-9a57-1a2b3c4d5e6f"
-	found := func(_ context.Context, name string) (*corev1.Namespace, error) {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}, nil
-	}
-	forbidden := func(_ context.Context, name string) (*corev1.Namespace, error) {
-		return nil, kerrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name, errors.New("no RBAC"))
-	}
-	never := func(context.Context, string) (*corev1.Namespace, error) {
-		return nil, errors.New("an explicit instance must not be derived")
+	key := bytes.Repeat([]byte{7}, 32)
+	derived, err := providerInstance("", key)
+	if err != nil {
+		t.Fatal(err)
 	}
 	type want struct {
 		id  string
@@ -70,57 +68,60 @@ func TestProviderInstance(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
 		explicit string
-		get      namespaceGetter
+		key      []byte
 		want     want
 	}{
 		"Derived": {
-			reason: "Without a flag, the instance is unique to the control plane.",
-			get:    found, want: want{id: "provider-egressproxy-" + uid},
+			reason: "Without a flag, the same key gives the same instance: every replica and restart agrees.",
+			key:    key, want: want{id: derived},
+		},
+		"OtherKey": {
+			reason: "Another installation, another key, another instance.",
+			key:    bytes.Repeat([]byte{8}, 32), want: want{id: "provider-egressproxy-"},
 		},
 		"Explicit": {
-			reason:   "A canonical explicit value is used as is, without reading the API server.",
-			explicit: "prod-eu", get: never, want: want{id: "prod-eu"},
-		},
-		"Forbidden": {
-			reason: "A provider that may not read kube-system tells the operator what to do.",
-			get:    forbidden, want: want{err: "set --provider-instance explicitly"},
-		},
-		"NoUID": {
-			reason: "A namespace without a UID derives nothing.",
-			get:    func(context.Context, string) (*corev1.Namespace, error) { return &corev1.Namespace{}, nil },
-			want:   want{err: "set --provider-instance explicitly"},
+			reason:   "A canonical explicit value is used as is.",
+			explicit: "prod-eu", key: key, want: want{id: "prod-eu"},
 		},
 		"UpperCase": {
 			reason:   "Prod-EU would be folded into prod-eu by label sanitising.",
-			explicit: "Prod-EU", get: never, want: want{err: `--provider-instance: provider instance "Prod-EU"`},
+			explicit: "Prod-EU", key: key, want: want{err: `--provider-instance: provider instance "Prod-EU"`},
 		},
 		"Dots": {
 			reason:   "prod.eu would be folded into prod-eu.",
-			explicit: "prod.eu", get: never, want: want{err: `--provider-instance: provider instance "prod.eu"`},
+			explicit: "prod.eu", key: key, want: want{err: `--provider-instance: provider instance "prod.eu"`},
 		},
 		"TooLong": {
 			reason:   "A value longer than a label value would be cut.",
-			explicit: strings.Repeat("a", 64), get: never, want: want{err: "--provider-instance: "},
+			explicit: strings.Repeat("a", 64), key: key, want: want{err: "--provider-instance: "},
 		},
 		"TrailingDash": {
 			reason:   "A trailing dash would be trimmed.",
-			explicit: "prod-", get: never, want: want{err: "--provider-instance: "},
+			explicit: "prod-", key: key, want: want{err: "--provider-instance: "},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			id, err := providerInstance(t.Context(), tc.explicit, tc.get)
+			id, err := providerInstance(tc.explicit, tc.key)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					t.Fatalf("%s\nproviderInstance: want an error containing %q, got %v", tc.reason, tc.want.err, err)
 				}
 				return
 			}
-			if err != nil || id != tc.want.id {
-				t.Fatalf("%s\nproviderInstance: want %q, got %q, %v", tc.reason, tc.want.id, id, err)
+			if err != nil {
+				t.Fatalf("%s\nproviderInstance: %v", tc.reason, err)
 			}
-			if len(id) > 63 {
-				t.Errorf("%s\nproviderInstance: %q is longer than a label value", tc.reason, id)
+			// OtherKey wants only the prefix, and another instance.
+			if name == "OtherKey" {
+				if !strings.HasPrefix(id, tc.want.id) || id == derived {
+					t.Fatalf("%s\nproviderInstance: want %q and not %q, got %q", tc.reason, tc.want.id+"...", derived, id)
+				}
+			} else if id != tc.want.id {
+				t.Fatalf("%s\nproviderInstance: want %q, got %q", tc.reason, tc.want.id, id)
+			}
+			if backend.ValidateInstance(id) != nil {
+				t.Errorf("%s\nproviderInstance: %q is not a canonical label value", tc.reason, id)
 			}
 		})
 	}
@@ -146,62 +147,112 @@ func TestRefuseInstance(t *testing.T) {
 	}
 }
 
-// TestInstanceOnAPIServer runs the command against a real kube-apiserver:
-// it derives the instance from the UID of kube-system, logs it and exports
-// it as a metric; as a user that may not read kube-system, it exits and
-// tells the operator to set the flag.
+// TestInstanceOnAPIServer runs the command against a real kube-apiserver
+// with only the rights Crossplane's RBAC manager grants a provider (its
+// ClusterRole crossplane:provider:<revision>:system, rendered as Crossplane
+// renders it): it must make the key of generated passwords, derive the
+// instance from it, log it, export it as a metric and keep running. It
+// exited before, wanting get on namespaces/kube-system, which Crossplane
+// never grants: a crash loop on every install.
 func TestInstanceOnAPIServer(t *testing.T) {
 	env := kubeenv.Start(t)
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+	const sa = "provider-egressproxy-abc123"
+	role := crossplaneSystemRole(t, "crossplane:provider:"+sa+":system")
+	if err := env.Client.Create(t.Context(), role); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`egressproxy_provider_instance_info{instance="provider-egressproxy-%s"} 1`, ns.GetUID())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceDefault, Name: sa}},
+	}
+	if err := env.Client.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	// The same credentials, impersonating the provider's ServiceAccount.
+	kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + metav1.NamespaceDefault + ":" + sa
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
 
-	t.Run("Derived", func(t *testing.T) {
-		metrics, health := freePort(t), freePort(t)
-		p := startProvider(t, env.Kubeconfig, nil,
-			"--metrics-bind-address="+metrics, "--health-probe-bind-address="+health,
-			"--gc-interval=0", "--health-interval=0")
-		p.await(t, time.Minute, 500*time.Millisecond, func() (bool, string) {
-			return strings.Contains(scrape(metrics), want), "metrics never showed " + want
-		})
-		if log := p.log.String(); !strings.Contains(log, "provider-egressproxy-"+string(ns.GetUID())) {
-			t.Errorf("the log does not name the derived provider instance:\n%s", log)
-		}
-		// It made the key of generated passwords in its namespace.
-		key := &corev1.Secret{}
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: credentialsKeySecret}, key); err != nil {
-			t.Errorf("the key of generated passwords: %v", err)
-		} else if len(key.Data[credentialsKeyField]) != 32 || key.Immutable == nil || !*key.Immutable {
-			t.Errorf("the key of generated passwords must be 32 bytes in an immutable Secret: %d bytes, immutable %v", len(key.Data[credentialsKeyField]), key.Immutable)
-		}
+	metrics, health := freePort(t), freePort(t)
+	p := startProvider(t, path, nil,
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+health,
+		"--gc-interval=0", "--health-interval=0")
+	// It made the key of generated passwords in its namespace.
+	key := &corev1.Secret{}
+	p.await(t, time.Minute, 500*time.Millisecond, func() (bool, string) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: credentialsKeySecret}, key)
+		return err == nil, fmt.Sprintf("the key of generated passwords: %v", err)
 	})
+	if len(key.Data[credentialsKeyField]) != 32 || key.Immutable == nil || !*key.Immutable {
+		t.Errorf("the key of generated passwords must be 32 bytes in an immutable Secret: %d bytes, immutable %v", len(key.Data[credentialsKeyField]), key.Immutable)
+	}
+	id, err := providerInstance("", key.Data[credentialsKeyField])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`egressproxy_provider_instance_info{instance=%q} 1`, id)
+	p.await(t, time.Minute, 500*time.Millisecond, func() (bool, string) {
+		return strings.Contains(scrape(metrics), want), "metrics never showed " + want
+	})
+	if log := p.log.String(); !strings.Contains(log, id) {
+		t.Errorf("the log does not name the derived provider instance %s:\n%s", id, log)
+	}
+	// Still running a while later: no crash loop.
+	select {
+	case err := <-p.done:
+		p.done <- err
+		t.Fatalf("provider exited: %v\n%s", err, p.log.String())
+	case <-time.After(3 * time.Second):
+	}
+}
 
-	t.Run("Forbidden", func(t *testing.T) {
-		// The same credentials, impersonating a user without any RBAC.
-		kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
+// crossplaneSystemRole renders the ClusterRole Crossplane's RBAC manager
+// binds to a provider's ServiceAccount (internal/controller/rbac/provider/
+// roles in crossplane/crossplane: RenderClusterRoles' system role), for the
+// CRDs of package/provider and the safe-start capability.
+func crossplaneSystemRole(t *testing.T, name string) *rbacv1.ClusterRole {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "package", "provider", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the provider's CRDs: %v, %d files", err, len(files))
+	}
+	resources := map[string][]string{}
+	var groups []string
+	for _, f := range files {
+		b, err := os.ReadFile(f) //nolint:gosec // A file of this repository.
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range kc.AuthInfos {
-			a.Impersonate = "system:serviceaccount:crossplane-system:provider-egressproxy"
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
 		}
-		path := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := clientcmd.WriteToFile(*kc, path); err != nil {
-			t.Fatal(err)
+		g := crd.Spec.Group
+		if _, ok := resources[g]; !ok {
+			groups = append(groups, g)
 		}
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		out, err := provider(ctx, path).CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-			t.Fatalf("provider without get on kube-system: want a non-zero exit, got %v\n%s", err, out)
-		}
-		if !strings.Contains(string(out), "set --provider-instance explicitly") {
-			t.Errorf("provider without get on kube-system: want advice to set --provider-instance, got:\n%s", out)
-		}
-	})
+		resources[g] = append(resources[g], crd.Spec.Names.Plural, crd.Spec.Names.Plural+"/status")
+	}
+	system := []string{"get", "list", "watch", "update", "patch", "create"}
+	r := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, g := range groups {
+		r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources[g], Verbs: system})
+	}
+	r.Rules = append(r.Rules,
+		rbacv1.PolicyRule{APIGroups: groups, Resources: []string{"*/finalizers"}, Verbs: []string{"update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"", "coordination.k8s.io"}, Resources: []string{"secrets", "configmaps", "events", "leases"}, Verbs: []string{"*"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+	)
+	return r
 }
 
 // runningProvider is a provider command that startProvider started.

@@ -4,8 +4,8 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Command mkimage builds a one-layer linux/amd64 OCI image tarball that holds
-// a static binary on an empty base, with the binary as entrypoint. It needs
+// Command mkimage builds a one-layer linux OCI image tarball that holds a
+// static binary on an empty base, with the binary as entrypoint. It needs
 // no Docker: `crossplane xpkg build --embed-runtime-image-tarball` embeds the
 // result in a Provider or Function package.
 //
@@ -34,19 +34,15 @@ import (
 )
 
 const (
-	errReadBinary   = "cannot read the binary"
-	errReadCABundle = "cannot read the CA bundle"
-	errLayer        = "cannot build the image layer"
-	errAppendLayer  = "cannot add the layer to the image"
-	errConfig       = "cannot set the image configuration"
-	errParseRef     = "cannot parse the image reference"
-	errWrite        = "cannot write the image tarball"
-	errFmtTar       = "cannot add %s to the layer"
-	errFmtPath      = "the binary's path in the image must be absolute and clean, not %q"
+	errReadBinary  = "cannot read the binary"
+	errLayer       = "cannot build the image layer"
+	errAppendLayer = "cannot add the layer to the image"
+	errConfig      = "cannot set the image configuration"
+	errParseRef    = "cannot parse the image reference"
+	errWrite       = "cannot write the image tarball"
+	errFmtTar      = "cannot add %s to the layer"
+	errFmtPath     = "the binary's path in the image must be absolute and clean, not %q"
 )
-
-// caBundlePath is where Go's crypto/x509 looks first on Linux.
-const caBundlePath = "/etc/ssl/certs/ca-certificates.crt"
 
 // Options of an image.
 type Options struct {
@@ -54,11 +50,10 @@ type Options struct {
 	Binary string
 	// Path of the binary in the image; it is the entrypoint.
 	Path string
+	// Arch is the binary's GOARCH, recorded as the image's architecture.
+	Arch string
 	// Args are passed to the entrypoint by default.
 	Args []string
-	// CABundle, when set, is a PEM file installed as the image's trusted
-	// roots, for binaries that call TLS APIs (the provider calls GCE).
-	CABundle string
 	// User the entrypoint runs as.
 	User string
 	// ExposedPorts, such as 9443/tcp.
@@ -68,10 +63,10 @@ type Options struct {
 func main() {
 	o := Options{}
 	var ref, out, args, ports string
-	flag.StringVar(&o.Binary, "binary", "", "Static linux/amd64 binary to put into the image (required).")
+	flag.StringVar(&o.Binary, "binary", "", "Static linux binary to put into the image (required).")
+	flag.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary, recorded as the image's architecture.")
 	flag.StringVar(&o.Path, "path", "", "Path of the binary in the image, its entrypoint. Default: /<binary file name>.")
 	flag.StringVar(&args, "args", "", "Space-separated default arguments of the entrypoint.")
-	flag.StringVar(&o.CABundle, "ca-bundle", "", "PEM file installed as "+caBundlePath+" (optional).")
 	flag.StringVar(&o.User, "user", "65532:65532", "User the entrypoint runs as.")
 	flag.StringVar(&ports, "expose", "", "Space-separated ports the image exposes, such as 9443/tcp.")
 	flag.StringVar(&ref, "ref", "", "Image reference recorded in the tarball, such as registry/repo:tag (required).")
@@ -125,7 +120,10 @@ func Build(o Options) (v1.Image, error) {
 		return nil, errors.Wrap(err, errConfig)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.OS, cf.Architecture = "linux", o.Arch
+	if cf.Architecture == "" {
+		cf.Architecture = "amd64"
+	}
 	cf.Config.Entrypoint = []string{o.Path}
 	cf.Config.Cmd = o.Args
 	cf.Config.User = o.User
@@ -140,8 +138,9 @@ func Build(o Options) (v1.Image, error) {
 	return img, errors.Wrap(err, errConfig)
 }
 
-// buildLayer returns the one layer: the binary, the CA bundle if any, and a
-// world-writable /tmp, which an empty base lacks.
+// buildLayer returns the one layer: the binary and a world-writable /tmp,
+// which an empty base lacks. There is no CA bundle: the binaries embed
+// their TLS roots.
 func buildLayer(o Options) (v1.Layer, error) {
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
@@ -152,17 +151,6 @@ func buildLayer(o Options) (v1.Layer, error) {
 	entries := []tarEntry{
 		{name: "tmp/", mode: 0o1777, dir: true},
 		{name: o.Path[1:], mode: 0o755, data: bin},
-	}
-	if o.CABundle != "" {
-		ca, err := os.ReadFile(o.CABundle)
-		if err != nil {
-			return nil, errors.Wrap(err, errReadCABundle)
-		}
-		entries = append(entries,
-			tarEntry{name: "etc/", mode: 0o755, dir: true},
-			tarEntry{name: "etc/ssl/", mode: 0o755, dir: true},
-			tarEntry{name: "etc/ssl/certs/", mode: 0o755, dir: true},
-			tarEntry{name: caBundlePath[1:], mode: 0o644, data: ca})
 	}
 	for _, e := range entries {
 		if err := e.writeTo(tw); err != nil {

@@ -23,12 +23,8 @@ func TestWrite(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, []byte("PEM"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "image.tar")
-	o := Options{Binary: bin, CABundle: ca, User: "65532:65532", ExposedPorts: []string{"9443/tcp"}}
+	o := Options{Binary: bin, User: "65532:65532", ExposedPorts: []string{"9443/tcp"}}
 	if err := write(o, "xpkg.example.org/fn:v0.1.0", out); err != nil {
 		t.Fatalf("write(...): %v", err)
 	}
@@ -73,7 +69,7 @@ func TestWrite(t *testing.T) {
 		}
 		files[h.Name] = h.Mode
 	}
-	wantFiles := map[string]int64{"tmp/": 0o1777, "function": 0o755, "etc/": 0o755, "etc/ssl/": 0o755, "etc/ssl/certs/": 0o755, "etc/ssl/certs/ca-certificates.crt": 0o644}
+	wantFiles := map[string]int64{"tmp/": 0o1777, "function": 0o755}
 	if diff := cmp.Diff(wantFiles, files); diff != "" {
 		t.Errorf("layer files: -want, +got:\n%s", diff)
 	}

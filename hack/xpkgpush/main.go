@@ -7,7 +7,12 @@ SPDX-License-Identifier: Apache-2.0
 // Command xpkgpush pushes Crossplane package files (what `crossplane xpkg
 // build` writes: an OCI image tarball) to an OCI registry, without Docker.
 //
-//	xpkgpush [-ca-file ca.crt] FILE=REGISTRY/REPO:TAG [FILE=REF ...]
+//	xpkgpush [-ca-file ca.crt] FILE[,FILE...]=REGISTRY/REPO:TAG [FILE=REF ...]
+//
+// Several files for one reference are the builds of one package for several
+// platforms: they are pushed as an image index, each under the platform its
+// configuration names, so every node pulls the image of its own
+// architecture.
 //
 // -ca-file adds a CA to the system roots, for a registry whose certificate a
 // test harness signed (internal/testenv/registry). Credentials, if the
@@ -28,8 +33,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 const (
@@ -40,6 +49,9 @@ const (
 	errReadImage = "cannot read the package file"
 	errPush      = "cannot push the package"
 	errDigest    = "cannot compute the package digest"
+	errConfig    = "cannot read the package's configuration"
+	errIndex     = "cannot add the package to the image index"
+	errFmtTwice  = "two packages for platform %s"
 )
 
 // pushTimeout bounds one push: packages embedding a runtime image are tens of
@@ -49,7 +61,7 @@ const pushTimeout = 5 * time.Minute
 func main() {
 	caFile := flag.String("ca-file", "", "PEM CA certificate to trust in addition to the system roots.")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: xpkgpush [-ca-file FILE] FILE=REGISTRY/REPO:TAG ...")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: xpkgpush [-ca-file FILE] FILE[,FILE...]=REGISTRY/REPO:TAG ...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -68,7 +80,7 @@ func main() {
 		if !ok || file == "" || ref == "" {
 			fail(errors.Errorf(errFmtArg, a))
 		}
-		d, err := Push(ctx, file, ref, rt)
+		d, err := Push(ctx, strings.Split(file, ","), ref, rt)
 		if err != nil {
 			fail(errors.Wrapf(err, "%s", file))
 		}
@@ -102,21 +114,59 @@ func transport(caFile string) (http.RoundTripper, error) {
 	return t, nil
 }
 
-// Push pushes the package file to ref and returns the pushed digest.
-func Push(ctx context.Context, file, ref string, rt http.RoundTripper) (string, error) {
+// Push pushes the package file to ref, or an image index of the package
+// files if there are several, and returns the pushed digest.
+func Push(ctx context.Context, files []string, ref string, rt http.RoundTripper) (string, error) {
 	r, err := name.ParseReference(ref, name.StrictValidation)
 	if err != nil {
 		return "", errors.Wrap(err, errParseRef)
 	}
-	img, err := tarball.ImageFromPath(file, nil)
-	if err != nil {
-		return "", errors.Wrap(err, errReadImage)
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(rt), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	if len(files) == 1 {
+		img, err := tarball.ImageFromPath(files[0], nil)
+		if err != nil {
+			return "", errors.Wrap(err, errReadImage)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return "", errors.Wrap(err, errDigest)
+		}
+		return d.String(), errors.Wrap(remote.Write(r, img, opts...), errPush)
 	}
-	d, err := img.Digest()
+	idx, err := index(files)
+	if err != nil {
+		return "", err
+	}
+	d, err := idx.Digest()
 	if err != nil {
 		return "", errors.Wrap(err, errDigest)
 	}
-	err = remote.Write(r, img, remote.WithContext(ctx), remote.WithTransport(rt),
-		remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	return d.String(), errors.Wrap(err, errPush)
+	return d.String(), errors.Wrap(remote.WriteIndex(r, idx, opts...), errPush)
+}
+
+// index returns an OCI image index of the package files, each under the
+// platform of its configuration.
+func index(files []string) (v1.ImageIndex, error) {
+	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	seen := map[string]bool{}
+	for _, f := range files {
+		img, err := tarball.ImageFromPath(f, nil)
+		if err != nil {
+			return nil, errors.Wrapf(err, "%s: %s", f, errReadImage)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, errors.Wrapf(err, "%s: %s", f, errConfig)
+		}
+		p := cf.Platform()
+		if p == nil || seen[p.String()] {
+			return nil, errors.Errorf(errFmtTwice, p)
+		}
+		seen[p.String()] = true
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
+	}
+	if _, err := idx.Digest(); err != nil {
+		return nil, errors.Wrap(err, errIndex)
+	}
+	return idx, nil
 }

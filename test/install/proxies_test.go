@@ -408,7 +408,7 @@ func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas
 		t.Errorf("the provider's kubeconfig authenticates as %q (%v), want %q", who, err, want)
 	}
 	// Its rights: exactly the RBAC manager's system role of its revision
-	// and the two ClusterRoles of examples/rbac.
+	// and the ClusterRole of examples/rbac.
 	crbs := &rbacv1.ClusterRoleBindingList{}
 	rbs := &rbacv1.RoleBindingList{}
 	if err := w.p.kube.List(ctx, crbs); err != nil {
@@ -432,8 +432,7 @@ func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas
 		bound(b.Subjects, b.RoleRef, b.Namespace+": ")
 	}
 	sort.Strings(roles)
-	wantRoles := []string{"ClusterRole crossplane:provider:" + w.ProviderRevision() + ":system", "ClusterRole " + roleInjectedIdentity,
-		"ClusterRole " + roleInstance}
+	wantRoles := []string{"ClusterRole crossplane:provider:" + w.ProviderRevision() + ":system", "ClusterRole " + roleInjectedIdentity}
 	sort.Strings(wantRoles)
 	if diff := cmp.Diff(wantRoles, roles); diff != "" {
 		t.Errorf("roles bound to the provider's ServiceAccount: -want, +got:\n%s", diff)

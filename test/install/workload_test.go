@@ -14,12 +14,10 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
-// The ClusterRoles this project ships for the provider, beside the one
-// Crossplane's RBAC manager makes (examples/rbac/provider-egressproxy.yaml).
-const (
-	roleInjectedIdentity = pkgruntime.RoleInjectedIdentity
-	roleInstance         = pkgruntime.RoleInstance
-)
+// roleInjectedIdentity is the ClusterRole this project ships for the
+// provider, beside the one Crossplane's RBAC manager makes
+// (examples/rbac/provider-egressproxy.yaml).
+const roleInjectedIdentity = pkgruntime.RoleInjectedIdentity
 
 // workloads is the External package runtime (package pkgruntime): the
 // runtime hooks' work, then the packages' binaries run as the Deployment

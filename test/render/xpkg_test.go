@@ -8,7 +8,9 @@ package render_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"debug/elf"
 	"io"
 	"os"
 	"os/exec"
@@ -19,10 +21,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 // TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
@@ -150,4 +157,188 @@ func packageKinds(t *testing.T, img v1.Image) []string {
 	}
 	t.Fatal("the package has no package.yaml")
 	return nil
+}
+
+// TestXpkgFunctionName builds the Configurations for registries whose path
+// does not end in /egressproxy: Crossplane names the Function it installs as
+// a dependency after the repository path (xpkg.ToDNSLabel of
+// name.Reference.Context().RepositoryStr(), in its package manager's
+// dependency resolver), so the Compositions must call that name, or every
+// claim stays uncomposed. A stand-in for `crossplane xpkg build` keeps the
+// package roots hack/xpkg.sh hands it; the push goes to a loopback registry.
+func TestXpkgFunctionName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and pushes packages: skipped with -short")
+	}
+	cases := map[string]struct {
+		reason string
+		path   string
+		want   string
+	}{
+		"Release": {
+			reason: "The release path gives the name the Compositions are written with.",
+			path:   "egressproxy", want: "egressproxy-function-egressproxy",
+		},
+		"Nested": {
+			reason: "acme/proxies/function-egressproxy becomes acme-proxies-function-egressproxy.",
+			path:   "acme/proxies", want: "acme-proxies-function-egressproxy",
+		},
+		"Dots": {
+			reason: "Dots and dashes in the path become dashes.",
+			path:   "team.a/egress-proxy", want: "team-a-egress-proxy-function-egressproxy",
+		},
+	}
+	reg := registry.Start(t, registry.Options{})
+	cli, env := fakeXpkgBuild(t)
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			out, capture := t.TempDir(), t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), "configuration", "configuration-namespaced")
+			cmd.Dir = testenv.RepoRoot()
+			cmd.Env = append(os.Environ(), env...)
+			cmd.Env = append(cmd.Env, "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.1.0",
+				"REGISTRY="+reg.Host+"/"+tc.path, "REGISTRY_CA="+reg.CAFile, "CAPTURE="+capture)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s\nhack/xpkg.sh: %v\n%s", tc.reason, err, b)
+			}
+			files, _ := filepath.Glob(filepath.Join(capture, "*", "composition-*.yaml"))
+			if len(files) != 6 {
+				t.Fatalf("want the 6 Compositions of both Configurations, got %v", files)
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(f) //nolint:gosec // A file the test made.
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range splitDocs(t, string(b)) {
+					steps, _ := field(d, "spec", "pipeline").([]any)
+					for _, s := range steps {
+						got := str(s.(map[string]any), "functionRef", "name")
+						if got != tc.want {
+							t.Errorf("%s\n%s: functionRef.name is %q, but Crossplane installs the Function from %s/%s/function-egressproxy as %q",
+								tc.reason, strings.TrimPrefix(f, capture+"/"), got, reg.Host, tc.path, tc.want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// fakeXpkgBuild returns a stand-in for the Crossplane CLI's `xpkg build`,
+// and the environment it needs: it keeps the package root it is given in
+// $CAPTURE/<package file name>, and writes as the package the runtime image
+// it is to embed, or else an empty image, so that hack/xpkg.sh's push has
+// something to push with the image's platform.
+func fakeXpkgBuild(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	emptyImage := filepath.Join(dir, "empty.tar")
+	if err := tarball.WriteToFile(emptyImage, name.MustParseReference("example.org/empty:v0"), empty.Image); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "crossplane")
+	fake := `#!/bin/sh
+image=$EMPTY_IMAGE
+for a; do
+  case $a in
+    --package-root=*) root=${a#*=} ;;
+    --package-file=*) file=${a#*=} ;;
+    --embed-runtime-image-tarball=*) image=${a#*=} ;;
+  esac
+done
+keep="$CAPTURE/$(basename "$file" .xpkg)"
+mkdir -p "$keep" && cp -R "$root/." "$keep/" && cp "$image" "$file"
+`
+	if err := os.WriteFile(cli, []byte(fake), 0o755); err != nil { //nolint:gosec // An executable of the test.
+		t.Fatal(err)
+	}
+	return cli, []string{"EMPTY_IMAGE=" + emptyImage}
+}
+
+// TestXpkgImageIndex builds the Function package for a registry and checks
+// what hack/xpkg.sh pushed: an image index with a linux/amd64 and a
+// linux/arm64 image, each running a binary of its own architecture, so
+// that arm64 nodes (kind on Apple silicon, Arm node pools) run the package
+// instead of failing with "no match for platform" or "exec format error".
+// The Crossplane CLI's part is a stand-in (fakeXpkgBuild): the pushed
+// package is the runtime image it would embed.
+func TestXpkgImageIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the function and pushes it: skipped with -short")
+	}
+	reg := registry.Start(t, registry.Options{})
+	cli, env := fakeXpkgBuild(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), "function")
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.1.0",
+		"REGISTRY="+reg.Host+"/egressproxy", "REGISTRY_CA="+reg.CAFile, "CAPTURE="+t.TempDir())
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/xpkg.sh function: %v\n%s", err, b)
+	}
+
+	ref, err := name.ParseReference(reg.Host + "/egressproxy/function-egressproxy:v0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(ref, remote.WithTransport(reg.Transport()))
+	if err != nil {
+		t.Fatalf("the pushed function package is not an image index: %v", err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	machines := map[string]elf.Machine{}
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("index entry %s names no platform", d.Digest)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		machines[d.Platform.String()] = entrypointMachine(t, img)
+	}
+	want := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}
+	if diff := cmp.Diff(want, machines); diff != "" {
+		t.Errorf("platforms of the index, and the ELF machine of each image's entrypoint: -want, +got:\n%s", diff)
+	}
+}
+
+// entrypointMachine returns the ELF machine of the image's entrypoint.
+func entrypointMachine(t *testing.T, img v1.Image) elf.Machine {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil || len(cf.Config.Entrypoint) == 0 {
+		t.Fatalf("the image has no entrypoint: %v", err)
+	}
+	entry := strings.TrimPrefix(cf.Config.Entrypoint[0], "/")
+	rc := mutate.Extract(img)
+	defer rc.Close() //nolint:errcheck // Only read.
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("the image holds no %s: %v", entry, err)
+		}
+		if h.Name != entry {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s is not an ELF binary: %v", entry, err)
+		}
+		return f.Machine
+	}
 }

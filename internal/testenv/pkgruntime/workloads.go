@@ -35,12 +35,10 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
-// The ClusterRoles this project ships for the provider, beside the one
-// Crossplane's RBAC manager makes (examples/rbac/provider-egressproxy.yaml).
-const (
-	RoleInjectedIdentity = "provider-egressproxy:kubernetes-injected-identity"
-	RoleInstance         = "provider-egressproxy:instance"
-)
+// RoleInjectedIdentity is the ClusterRole this project ships for the
+// provider, beside the one Crossplane's RBAC manager makes
+// (examples/rbac/provider-egressproxy.yaml).
+const RoleInjectedIdentity = "provider-egressproxy:kubernetes-injected-identity"
 
 const (
 	errFmtTLSSecret   = "the runtime hook did not make %s"
@@ -53,14 +51,14 @@ const (
 	errFmtReadyz      = "readyz: %s"
 	errFmtRole        = "cannot create ClusterRole %s"
 	errFmtBind        = "cannot bind ClusterRole %s"
-	errFmtExtraRoles  = "examples/rbac/provider-egressproxy.yaml: want ClusterRoles %s and %s, got %d ClusterRoles"
+	errFmtExtraRoles  = "examples/rbac/provider-egressproxy.yaml: want the ClusterRole %s, got %d ClusterRoles"
 	errReadExtraRoles = "cannot read examples/rbac/provider-egressproxy.yaml"
 	errClientset      = "cannot create a clientset"
 
 	startTimeout = 60 * time.Second
 	tokenSeconds = 3600
 	// extraRoles is how many ClusterRoles examples/rbac ships.
-	extraRoles = 2
+	extraRoles = 1
 )
 
 // A Process is one the harness runs.
@@ -388,7 +386,7 @@ func ApplyExtraRoles(ctx context.Context, c client.Client) error {
 		n++
 	}
 	if n != extraRoles {
-		return errors.Errorf(errFmtExtraRoles, RoleInjectedIdentity, RoleInstance, n)
+		return errors.Errorf(errFmtExtraRoles, RoleInjectedIdentity, n)
 	}
 	return nil
 }
@@ -396,7 +394,7 @@ func ApplyExtraRoles(ctx context.Context, c client.Client) error {
 // BindExtraRoles binds the ClusterRoles of examples/rbac to the provider's
 // ServiceAccounts sas, replacing earlier subjects: the platform team's part.
 func BindExtraRoles(ctx context.Context, c client.Client, sas ...string) error {
-	for _, role := range []string{RoleInjectedIdentity, RoleInstance} {
+	for _, role := range []string{RoleInjectedIdentity} {
 		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}}
 		_, err := controllerutil.CreateOrUpdate(ctx, c, b, func() error {
 			b.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
