@@ -65,6 +65,8 @@ type Backend struct {
 	// observeVerified), trusted for verifyEvery.
 	verified    verifiedDomains
 	verifyEvery time.Duration
+	// policy is what the platform allows this config's proxies.
+	policy Policy
 }
 
 // An Option configures a Backend.

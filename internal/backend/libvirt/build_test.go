@@ -185,7 +185,7 @@ func TestNICFilter(t *testing.T) {
 	dom := ourDomain(t, d)
 	dom.Devices.Interfaces[0].FilterRef = nil
 	f := newFake(append(healthyVolumes(d), withDomain(dom, golibvirt.DomainRunning, 1))...)
-	o, err := newBackend(f, nil).Observe(context.Background(), d)
+	o, err := testBackend(f, nil).Observe(context.Background(), d)
 	if err != nil || o.UpToDate || !strings.Contains(o.Diff, `network filter: want "clean-traffic", got ""`) {
 		t.Errorf("Observe of a VM without the filter: want out of date; got %+v, %v", o, err)
 	}
