@@ -15,7 +15,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 )
 
-// macTTL is how long checkMAC trusts the MACs it read of a domain. Reading
+// macTTL is how long checkHost trusts the devices it read of a domain. Reading
 // every domain's XML for every Create made converging N proxies cost N²
 // RPCs; a new domain (a new UUID) is read at once, and a domain redefined
 // in place (virsh edit keeps its UUID) within this.
@@ -32,13 +32,13 @@ type macsRead struct {
 }
 
 // devices are what Create reads of the host's other domains: their NICs'
-// MACs (checkMAC) and their disks' sources (Policy.checkBaseImage).
+// MACs and their disks' sources (Policy.checkBaseImage).
 type devices struct {
 	MACs  []string
 	Disks []string
 }
 
-// macIndex remembers the devices of the host's domains, for checkMAC.
+// macIndex remembers the devices of the host's domains, for checkHost.
 type macIndex struct {
 	mu   sync.Mutex
 	read map[domainKey]macsRead
