@@ -40,8 +40,8 @@ type Observation = backend.Observation[v1alpha1.KVMProxyObservation]
 // Backend runs egress proxies as libvirt domains: an overlay volume of a
 // base image, a NoCloud seed ISO volume and a domain, per instance.
 // Everything it decides on is read back from libvirt, and ownership lives
-// in the domain's <metadata>; it only remembers, for a while, the MACs and disks of
-// other domains (macIndex) and what it verified of running ones
+// in the domain's <metadata>; it only remembers, for a while, the MACs and
+// disks of other domains (macIndex) and what it verified of running ones
 // (verifiedDomains).
 type Backend struct {
 	svc      service
