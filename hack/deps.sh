@@ -10,7 +10,9 @@ declare -A groups=(
   [squid]="squid"
   [cloud-init]="cloud-init"
   [nftables]="nftables"
-  [libvirt]="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils dnsmasq-base iptables"
+  # libvirt-daemon-config-nwfilter: the stock network filters (clean-traffic)
+  # every proxy VM's NIC references; the sandbox copies them.
+  [libvirt]="libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-config-nwfilter libvirt-clients qemu-system-x86 qemu-utils dnsmasq-base iptables"
   # hack/guest-image.sh: bootstrap, file systems and a BIOS boot loader built
   # into plain files, no mounts or loop devices.
   [guest-image]="mmdebstrap debian-archive-keyring e2fsprogs dosfstools mtools syslinux syslinux-common fdisk qemu-utils"

@@ -146,7 +146,11 @@ have_deps() {
   done
   if ! id libvirt-qemu >/dev/null 2>&1; then
     ok=1
-    [ "${1:-}" = -v ] && echo -n "user:libvirt-qemu"
+    [ "${1:-}" = -v ] && echo -n "user:libvirt-qemu "
+  fi
+  if [ ! -f /etc/libvirt/nwfilter/clean-traffic.xml ]; then
+    ok=1
+    [ "${1:-}" = -v ] && echo -n "nwfilter:clean-traffic"
   fi
   return $ok
 }
@@ -160,6 +164,11 @@ auth_unix_ro = "none"
 auth_unix_rw = "none"
 log_outputs = "3:file:$base/log/libvirtd.log"
 EOF
+  # The stock network filters (Debian's libvirt-daemon-config-nwfilter):
+  # the backend puts clean-traffic on every NIC, and the sandbox's
+  # /etc/libvirt is $base/etc, where the host's are not seen.
+  mkdir -p "$base/etc/nwfilter"
+  cp /etc/libvirt/nwfilter/*.xml "$base/etc/nwfilter/"
   # Root QEMU without a security driver: as libvirt-qemu every DefineXML
   # re-probed QEMU (~64 s). No cgroups and no per-VM /dev namespace, since
   # the sandbox shares the host's cgroup tree.

@@ -102,6 +102,14 @@ func (k *kvmBench) start(ctx context.Context, r *runner) (e *env, err error) {
 	}
 	uri := (&url.URL{Scheme: "test+unix", Path: "/default", RawQuery: url.Values{"socket": {relay}}.Encode()}).String()
 	pc := cluster.KVMProviderConfig("ClusterProviderConfig", "", cluster.ProviderConfigName, uri)
+	// The policy allows only the "default" pool unless it lists others.
+	var pools []any
+	for i := 0; i < r.o.n; i += perPool {
+		pools = append(pools, kvmPool("bench", i))
+	}
+	if err := unstructured.SetNestedSlice(pc.Object, pools, "spec", "policy", "kvm", "pools"); err != nil {
+		return nil, err
+	}
 	if err := cluster.Apply(ctx, kb.Client, pc); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-const namePrefix = "egp"
+// NamePrefix starts every instance name (see Name); a backend tells its own
+// instances' parts by it.
+const NamePrefix = "egp"
 
 // Owner identifies the managed resource an instance belongs to.
 type Owner struct {
@@ -37,7 +39,7 @@ func Name(o Owner, maxLen int) string {
 	sum := sha256.Sum256([]byte(o.UID))
 	hash := hex.EncodeToString(sum[:])[:8]
 	readable := sanitize(o.Namespace + "-" + o.Name)
-	room := maxLen - len(namePrefix) - len(hash) - 2
+	room := maxLen - len(NamePrefix) - len(hash) - 2
 	if room < 0 {
 		room = 0
 	}
@@ -45,9 +47,9 @@ func Name(o Owner, maxLen int) string {
 		readable = strings.TrimRight(readable[:room], "-")
 	}
 	if readable == "" {
-		return namePrefix + "-" + hash
+		return NamePrefix + "-" + hash
 	}
-	return namePrefix + "-" + readable + "-" + hash
+	return NamePrefix + "-" + readable + "-" + hash
 }
 
 // sanitize keeps lower-case letters and digits and folds every other run of

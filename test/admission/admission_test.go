@@ -191,6 +191,9 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		"KVMConfigTLSWithoutCert":  {set(kvmClusterConfig(), "spec.uri", "qemu+tls://h/system"), "spec", "host key or certificate verification is mandatory"},
 		"KVMConfigSecretNoRef":     {set(kvmClusterConfig(), "spec.credentials.source", "Secret"), "spec.credentials", "secretRef must be set when, and only when"},
 		"KVMConfigBadSocket":       {set(kvmClusterConfig(), "spec.socketPath", "relative/sock"), "spec.socketPath", "should match"},
+		"KVMPolicyZeroVCPUs":       {set(kvmClusterConfig(), "spec.policy.kvm.maxVCPUs", int64(0)), "spec.policy.kvm.maxVCPUs", "greater than or equal to 1"},
+		"KVMPolicyBridgeTooLong":   {set(kvmClusterConfig(), "spec.policy.kvm.bridges", []any{"bridge-name-too-long"}), "spec.policy.kvm.bridges[0]", "15"},
+		"KVMPolicyUnknownField":    {set(kvmClusterConfig(), "spec.policy.kvm.allowEverything", true), "spec.policy.kvm.allowEverything", "unknown field"},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("want at least 40 invalid objects, have %d", len(cases))

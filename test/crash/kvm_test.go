@@ -69,6 +69,8 @@ func kvmTarget(t *testing.T, e *env) *target {
 		"spec": map[string]any{
 			"uri":         u.String(),
 			"credentials": map[string]any{"source": "None"},
+			// The test driver's pool is not the policy's default one.
+			"policy": map[string]any{"kvm": map[string]any{"pools": []any{kvmPool}}},
 		},
 	}}
 	if err := cluster.Apply(ctx, e.c.Client, pc); err != nil {

@@ -61,6 +61,11 @@ type ProviderConfigSpec struct {
 
 	// Credentials for the host.
 	Credentials Credentials `json:"credentials"`
+
+	// Policy is what the platform allows the proxies that use this config;
+	// the provider enforces it. Unset, the defaults hold (see KVMPolicy).
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -40,8 +40,8 @@ type Observation = backend.Observation[v1alpha1.KVMProxyObservation]
 // Backend runs egress proxies as libvirt domains: an overlay volume of a
 // base image, a NoCloud seed ISO volume and a domain, per instance.
 // Everything it decides on is read back from libvirt, and ownership lives
-// in the domain's <metadata>; it only remembers, for a while, the MACs of
-// other domains (macIndex) and what it verified of running ones
+// in the domain's <metadata>; it only remembers, for a while, the MACs and
+// disks of other domains (macIndex) and what it verified of running ones
 // (verifiedDomains).
 type Backend struct {
 	svc      service
@@ -59,12 +59,14 @@ type Backend struct {
 	verifier *squid.Verifier
 	// sums spares Observe rendering the squid configuration.
 	sums squid.Sums
-	// macs are the NIC MACs of the host's domains, for checkMAC.
+	// macs are the NIC MACs and disks of the host's domains, for checkHost.
 	macs macIndex
 	// verified is what full Observes found of running domains (see
 	// observeVerified), trusted for verifyEvery.
 	verified    verifiedDomains
 	verifyEvery time.Duration
+	// policy is what the platform allows this config's proxies.
+	policy Policy
 }
 
 // An Option configures a Backend.

@@ -146,8 +146,8 @@ type domainSpec struct {
 // domainXML builds the VM: q35, a virtio disk on the overlay, the seed as a
 // read-only virtio disk (cloud kernels such as Debian's linux-image-cloud
 // have no SATA/AHCI driver, so a SATA CD-ROM stays invisible), a virtio NIC
-// with the derived MAC, the guest-agent channel for IP discovery on bridges,
-// and a serial console.
+// with the derived MAC behind the clean-traffic filter (NICFilter), the
+// guest-agent channel for IP discovery on bridges, and a serial console.
 func domainXML(s domainSpec) *libvirtxml.Domain {
 	boot := make([]libvirtxml.DomainBootDevice, 0, len(s.Boot))
 	for _, dev := range s.Boot {
@@ -208,10 +208,20 @@ func fileDisk(path, format, device, target, bus string) libvirtxml.DomainDisk {
 	return d
 }
 
+// NICFilter is the libvirt network filter on every proxy VM's NIC: the
+// stock clean-traffic (Debian's libvirt-daemon-config-nwfilter) drops
+// frames from any MAC but the NIC's, IP packets from any address but the
+// VM's, ARP that claims another's, and all other layer-2 traffic, so a VM
+// cannot spoof its neighbours on a shared bridge or network. The VM's
+// address is not known before DHCP gives it one, so no IP parameter is
+// set: libvirt learns it from the VM's first DHCP or IP packet.
+const NICFilter = "clean-traffic"
+
 func nic(s domainSpec) libvirtxml.DomainInterface {
 	i := libvirtxml.DomainInterface{
-		MAC:   &libvirtxml.DomainInterfaceMAC{Address: s.MAC},
-		Model: &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+		MAC:       &libvirtxml.DomainInterfaceMAC{Address: s.MAC},
+		Model:     &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+		FilterRef: &libvirtxml.DomainInterfaceFilterRef{Filter: NICFilter},
 	}
 	if s.Bridge != "" {
 		i.Source = &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: s.Bridge}}

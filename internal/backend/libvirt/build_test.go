@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package libvirt
 
 import (
+	"context"
 	"crypto/sha256"
 	"net"
 	"strings"
@@ -170,5 +171,22 @@ func TestUnits(t *testing.T) {
 	}
 	if got := changeTime(&libvirtxml.StorageVolumeTarget{}); !got.IsZero() {
 		t.Errorf("changeTime without timestamps: got %s", got)
+	}
+}
+
+// TestNICFilter: every NIC is behind clean-traffic, and a VM without it
+// (made before the backend set it) is out of date, so Update replaces it.
+func TestNICFilter(t *testing.T) {
+	d := desired()
+	x := domainXML(domainSpecFor(d, MACAddress(testUID), []string{"hd"}, "/o", "/s"))
+	if got := x.Devices.Interfaces[0].FilterRef; got == nil || got.Filter != "clean-traffic" || len(got.Parameters) != 0 {
+		t.Errorf("NIC filter: want clean-traffic, learning the IP; got %+v", got)
+	}
+	dom := ourDomain(t, d)
+	dom.Devices.Interfaces[0].FilterRef = nil
+	f := newFake(append(healthyVolumes(d), withDomain(dom, golibvirt.DomainRunning, 1))...)
+	o, err := testBackend(f, nil).Observe(context.Background(), d)
+	if err != nil || o.UpToDate || !strings.Contains(o.Diff, `network filter: want "clean-traffic", got ""`) {
+		t.Errorf("Observe of a VM without the filter: want out of date; got %+v, %v", o, err)
 	}
 }

@@ -42,7 +42,8 @@ const (
 //
 //  1. if d's domain exists (ownership checked) and is complete, start it if
 //     it is not running, and stop;
-//  2. refuse a MAC address another domain uses, and check the base image;
+//  2. check d against the policy, refuse a MAC address another domain uses,
+//     and check the base image;
 //  3. claim: define the domain without disks, with ownership and the names
 //     of the volumes it is about to create in its metadata, after checking
 //     that no volume has those names (one that does is not ours: Permanent);
@@ -60,6 +61,9 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
 	}
+	if err := b.policy.check(d.Params); err != nil {
+		return err
+	}
 	defer b.verified.forget(d.Name)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
@@ -67,14 +71,6 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	}
 	if found && di.complete() {
 		return b.start(ctx, di.Dom)
-	}
-	mac := MACAddress(d.Ownership.Owner.UID)
-	if err := b.checkMAC(ctx, d.Name, mac); err != nil {
-		return err
-	}
-	sd, err := b.buildSeed(ctx, d, mac)
-	if err != nil {
-		return err
 	}
 	poolName := withDefaults(d.Params).Pool
 	if found {
@@ -84,7 +80,19 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	if err != nil {
 		return err
 	}
-	bi, err := b.baseImage(ctx, pool, d)
+	base, err := b.lookupBaseImage(ctx, pool, d)
+	if err != nil {
+		return err
+	}
+	mac := MACAddress(d.Ownership.Owner.UID)
+	if err := b.checkHost(ctx, d.Name, mac, pool.Name, base); err != nil {
+		return err
+	}
+	bi, err := baseImageOf(d, base)
+	if err != nil {
+		return err
+	}
+	sd, err := b.buildSeed(ctx, d, mac)
 	if err != nil {
 		return err
 	}
@@ -179,65 +187,91 @@ func (b *Backend) claim(ctx context.Context, d Desired, pool golibvirt.StoragePo
 	return di, nil
 }
 
-// checkMAC refuses a MAC address a NIC of another domain of the host has.
-// The whole host is searched, not one network: a bridge and the libvirt
-// network on it are one segment under two names. The MACs of a domain
-// already read are taken from b.macs (see macTTL).
-func (b *Backend) checkMAC(ctx context.Context, name, mac string) error {
+// checkHost refuses a MAC address a NIC of another domain of the host has,
+// and a base image that another domain uses as a disk (see
+// Policy.checkBaseImage). The whole host is searched, not one network: a
+// bridge and the libvirt network on it are one segment under two names.
+// The devices of a domain already read are taken from b.macs (see macTTL).
+func (b *Backend) checkHost(ctx context.Context, name, mac, pool string, base volume) error {
 	listed := b.now()
 	doms, err := b.svc.ConnectListAllDomains(ctx)
 	if err != nil {
 		return classify(errors.Wrap(err, errListDomains))
 	}
 	b.macs.keep(doms, listed)
+	disks := map[string][]string{}
 	for _, dom := range doms {
 		if dom.Name == name {
 			continue
 		}
-		macs, err := b.domainMACs(ctx, dom)
+		devs, err := b.domainDevices(ctx, dom)
 		if isNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		for _, m := range macs {
+		for _, m := range devs.MACs {
 			if strings.EqualFold(m, mac) {
 				return backend.Permanent(errors.Errorf(errFmtMACInUse, mac, dom.Name))
 			}
 		}
+		disks[dom.Name] = devs.Disks
 	}
-	return nil
+	return b.policy.checkBaseImage(base.Vol.Name, base, pool, disks)
 }
 
-// nicMACs returns the MAC addresses of a domain's NICs. It reads nothing
-// else, so no other part of a foreign domain's XML can fail it.
-func nicMACs(desc string) ([]string, error) {
+// devicesOf returns the MAC addresses of a domain's NICs and the sources
+// of its disks. It reads nothing else, so no other part of a foreign
+// domain's XML can fail it.
+func devicesOf(desc string) (devices, error) {
 	var x struct {
 		NICs []struct {
 			MAC struct {
 				Address string `xml:"address,attr"`
 			} `xml:"mac"`
 		} `xml:"devices>interface"`
+		Disks []struct {
+			Source struct {
+				File   string `xml:"file,attr"`
+				Dev    string `xml:"dev,attr"`
+				Pool   string `xml:"pool,attr"`
+				Volume string `xml:"volume,attr"`
+			} `xml:"source"`
+		} `xml:"devices>disk"`
 	}
 	if err := xml.Unmarshal([]byte(desc), &x); err != nil {
-		return nil, errors.Wrap(err, errParseDomainXML)
+		return devices{}, errors.Wrap(err, errParseDomainXML)
 	}
-	macs := make([]string, 0, len(x.NICs))
+	var d devices
 	for _, n := range x.NICs {
-		macs = append(macs, n.MAC.Address)
+		d.MACs = append(d.MACs, n.MAC.Address)
 	}
-	return macs, nil
+	for _, dk := range x.Disks {
+		s := dk.Source
+		switch {
+		case s.File != "":
+			d.Disks = append(d.Disks, s.File)
+		case s.Dev != "":
+			d.Disks = append(d.Disks, s.Dev)
+		case s.Volume != "":
+			d.Disks = append(d.Disks, volumeRef(s.Pool, s.Volume))
+		}
+	}
+	return d, nil
 }
 
-// baseImage looks up and checks the base image of d, before anything is
-// made: a missing or too large one is the user's to fix.
-func (b *Backend) baseImage(ctx context.Context, pool golibvirt.StoragePool, d Desired) (baseImage, error) {
+// lookupBaseImage looks up the base image of d, before anything is made: a
+// missing one is the user's to fix.
+func (b *Backend) lookupBaseImage(ctx context.Context, pool golibvirt.StoragePool, d Desired) (volume, error) {
+	name := withDefaults(d.Params).BaseImageVolume
+	base, err := b.lookupVolume(ctx, pool, name)
+	return base, errors.Wrapf(err, errFmtBaseImage, name)
+}
+
+// baseImageOf checks that d's disk holds the base image.
+func baseImageOf(d Desired, base volume) (baseImage, error) {
 	p := withDefaults(d.Params)
-	base, err := b.lookupVolume(ctx, pool, p.BaseImageVolume)
-	if err != nil {
-		return baseImage{}, errors.Wrapf(err, errFmtBaseImage, p.BaseImageVolume)
-	}
 	bi := baseImage{Path: volumePath(base), Format: volumeFormat(base), Capacity: toBytes(base.XML.Capacity)}
 	if uint64(p.DiskGiB)*gib < bi.Capacity {
 		return baseImage{}, backend.Permanent(errors.Errorf(errFmtDiskTooSmall, p.DiskGiB, bi.Capacity))

@@ -208,7 +208,7 @@ func TestCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(tc.fake...)
-			err := newBackend(f, nil).Create(context.Background(), tc.d)
+			err := testBackend(f, nil).Create(context.Background(), tc.d)
 			if f.pools[testPool][testBase] == nil {
 				t.Fatalf("%s\nCreate(...) deleted the base image", tc.reason)
 			}
@@ -226,7 +226,7 @@ func TestCreate(t *testing.T) {
 
 func TestCreateDomainXML(t *testing.T) {
 	f := newFake()
-	b := newBackend(f, nil, WithBootDevices("network", "hd"))
+	b := testBackend(f, nil, WithBootDevices("network", "hd"))
 	d := desired(func(d *Desired) { d.Params.Network.Name = ptr.To("nat0") })
 	if err := b.Create(context.Background(), d); err != nil {
 		t.Fatal(err)

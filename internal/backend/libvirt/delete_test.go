@@ -133,7 +133,7 @@ func TestDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(tc.fake...)
-			err := newBackend(f, nil).Delete(context.Background(), tc.d)
+			err := testBackend(f, nil).Delete(context.Background(), tc.d)
 			if f.pools[testPool][testBase] == nil {
 				t.Fatalf("%s\nDelete(...) deleted the base image", tc.reason)
 			}
@@ -193,7 +193,7 @@ func TestUpdate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(tc.fake...)
-			if err := newBackend(f, nil).Update(context.Background(), tc.d); err != nil {
+			if err := testBackend(f, nil).Update(context.Background(), tc.d); err != nil {
 				t.Fatalf("%s\nUpdate(...): %v", tc.reason, err)
 			}
 			got := stateOf(f)
@@ -243,7 +243,7 @@ func TestList(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			l, err := newBackend(newFake(tc.fake...), nil).List(context.Background())
+			l, err := testBackend(newFake(tc.fake...), nil).List(context.Background())
 			if diff := cmp.Diff(tc.want, want{List: l, Class: backend.ClassOf(err)}); diff != "" {
 				t.Errorf("%s\nList(): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
 			}

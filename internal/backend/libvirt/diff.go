@@ -70,6 +70,9 @@ type observedVM struct {
 	MemoryMiB uint64
 	VCPUs     uint
 	MAC       string
+	// Filter is the NIC's network filter; a VM made before the backend
+	// set one is replaced.
+	Filter string
 	// OverlayBytes is the overlay's capacity; 0 when it is missing.
 	OverlayBytes uint64
 	// Missing names volumes that are gone.
@@ -85,6 +88,7 @@ type wantedVM struct {
 	MemoryMiB      uint64
 	VCPUs          uint
 	MAC            string
+	Filter         string
 	DiskBytes      uint64
 	ConfigChecksum string
 	// CredentialsMatch reports whether the htpasswd on the seed accepts the
@@ -111,6 +115,9 @@ func diff(want wantedVM, got observedVM) []string {
 	if !strings.EqualFold(want.MAC, got.MAC) {
 		d = append(d, fmt.Sprintf("MAC address: want %s, got %s", want.MAC, got.MAC))
 	}
+	if want.Filter != got.Filter {
+		d = append(d, fmt.Sprintf("network filter: want %q, got %q", want.Filter, got.Filter))
+	}
 	if got.OverlayBytes != 0 && want.DiskBytes != got.OverlayBytes {
 		d = append(d, fmt.Sprintf("disk: want %d GiB, got %d bytes", want.DiskBytes/gib, got.OverlayBytes))
 	}
@@ -136,6 +143,9 @@ func vmFromXML(x *libvirtxml.Domain) observedVM {
 		for _, i := range x.Devices.Interfaces {
 			if i.MAC != nil {
 				vm.MAC = i.MAC.Address
+				if i.FilterRef != nil {
+					vm.Filter = i.FilterRef.Filter
+				}
 				break
 			}
 		}
@@ -171,6 +181,7 @@ func wanted(p v1alpha1.KVMProxyParameters, mac, checksum string) wantedVM {
 		MemoryMiB:      uint64(p.MemoryMiB),
 		VCPUs:          uint(p.VCPUs),
 		MAC:            mac,
+		Filter:         NICFilter,
 		DiskBytes:      uint64(p.DiskGiB) * gib,
 		ConfigChecksum: checksum,
 	}

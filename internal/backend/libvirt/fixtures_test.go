@@ -7,6 +7,8 @@ SPDX-License-Identifier: Apache-2.0
 package libvirt
 
 import (
+	"io"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -23,6 +25,20 @@ const (
 	testPool      = "default-pool"
 	testNamespace = "team-a"
 )
+
+// testPolicy allows what the fixtures use, so that the tests of other
+// rules need not mind it; policy_test.go tests the policy.
+var testPolicy = Policy{Config: `ClusterProviderConfig "test"`, KVM: &v1alpha1.KVMPolicy{
+	Pools:         []string{testPool, "nope", "no-such-pool"},
+	Networks:      []string{"default", "nat0"},
+	Bridges:       []string{"br0"},
+	AllowUserData: true,
+}}
+
+// testBackend is newBackend with testPolicy.
+func testBackend(svc service, closer io.Closer, opts ...Option) *Backend {
+	return newBackend(svc, closer, append([]Option{WithPolicy(testPolicy)}, opts...)...)
+}
 
 type desiredModifier func(*Desired)
 

@@ -15,7 +15,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 )
 
-// macTTL is how long checkMAC trusts the MACs it read of a domain. Reading
+// macTTL is how long checkHost trusts the devices it read of a domain. Reading
 // every domain's XML for every Create made converging N proxies cost N²
 // RPCs; a new domain (a new UUID) is read at once, and a domain redefined
 // in place (virsh edit keeps its UUID) within this.
@@ -27,11 +27,18 @@ type domainKey struct {
 }
 
 type macsRead struct {
-	macs []string
+	devs devices
 	at   time.Time
 }
 
-// macIndex remembers the NIC MACs of the host's domains, for checkMAC.
+// devices are what Create reads of the host's other domains: their NICs'
+// MACs and their disks' sources (Policy.checkBaseImage).
+type devices struct {
+	MACs  []string
+	Disks []string
+}
+
+// macIndex remembers the devices of the host's domains, for checkHost.
 type macIndex struct {
 	mu   sync.Mutex
 	read map[domainKey]macsRead
@@ -40,16 +47,16 @@ type macIndex struct {
 	reading map[domainKey]chan struct{}
 }
 
-// of returns the MACs of dom, read with read when unknown or older than
+// of returns the devices of dom, read with read when unknown or older than
 // macTTL.
-func (x *macIndex) of(dom golibvirt.Domain, now time.Time, read func() ([]string, error)) ([]string, error) {
+func (x *macIndex) of(dom golibvirt.Domain, now time.Time, read func() (devices, error)) (devices, error) {
 	k := domainKey{name: dom.Name, uuid: dom.UUID}
 	for {
 		x.mu.Lock()
 		r, ok := x.read[k]
 		if ok && now.Sub(r.at) < macTTL && r.at.Sub(now) < macTTL {
 			x.mu.Unlock()
-			return r.macs, nil
+			return r.devs, nil
 		}
 		wait, busy := x.reading[k]
 		if !busy {
@@ -66,19 +73,19 @@ func (x *macIndex) of(dom golibvirt.Domain, now time.Time, read func() ([]string
 	done := make(chan struct{})
 	x.reading[k] = done
 	x.mu.Unlock()
-	macs, err := read()
+	devs, err := read()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.reading, k)
 	close(done)
 	if err != nil {
-		return nil, err
+		return devices{}, err
 	}
 	if x.read == nil {
 		x.read = map[domainKey]macsRead{}
 	}
-	x.read[k] = macsRead{macs: macs, at: now}
-	return macs, nil
+	x.read[k] = macsRead{devs: devs, at: now}
+	return devs, nil
 }
 
 // keep forgets every domain not in doms, a list made at listed. A domain
@@ -98,13 +105,13 @@ func (x *macIndex) keep(doms []golibvirt.Domain, listed time.Time) {
 	}
 }
 
-// domainMACs returns the MACs of dom's NICs, from the index when fresh.
-func (b *Backend) domainMACs(ctx context.Context, dom golibvirt.Domain) ([]string, error) {
-	return b.macs.of(dom, b.now(), func() ([]string, error) {
+// domainDevices returns the devices of dom, from the index when fresh.
+func (b *Backend) domainDevices(ctx context.Context, dom golibvirt.Domain) (devices, error) {
+	return b.macs.of(dom, b.now(), func() (devices, error) {
 		desc, err := b.svc.DomainGetXMLDesc(ctx, dom)
 		if err != nil {
-			return nil, classify(errors.Wrap(err, errDomainXML))
+			return devices{}, classify(errors.Wrap(err, errDomainXML))
 		}
-		return nicMACs(desc)
+		return devicesOf(desc)
 	})
 }

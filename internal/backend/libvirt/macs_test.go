@@ -56,7 +56,7 @@ func TestCheckMACReads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(withDriver(DriverTest), withDomain(nicDomain(foreign, "52:54:00:12:34:56"), golibvirt.DomainRunning, 1))
 			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-			b := newBackend(f, nil, WithClock(func() time.Time { return now }))
+			b := testBackend(f, nil, WithClock(func() time.Time { return now }))
 			if err := b.Create(context.Background(), proxy(0)); err != nil {
 				t.Fatalf("first Create: %v", err)
 			}
@@ -105,7 +105,7 @@ func TestMACIndexKeep(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var x macIndex
-			read := func() ([]string, error) { return []string{"52:54:00:00:00:01"}, nil }
+			read := func() (devices, error) { return devices{MACs: []string{"52:54:00:00:00:01"}}, nil }
 			_, _ = x.of(old, t0, read)
 			_, _ = x.of(fresh, t0.Add(2*time.Second), read)
 			x.keep(tc.doms, t0.Add(time.Second))
@@ -128,12 +128,12 @@ func TestMACIndexOneRead(t *testing.T) {
 	var mu sync.Mutex
 	reads := 0
 	release := make(chan struct{})
-	read := func() ([]string, error) {
+	read := func() (devices, error) {
 		mu.Lock()
 		reads++
 		mu.Unlock()
 		<-release
-		return []string{"52:54:00:00:00:01"}, nil
+		return devices{MACs: []string{"52:54:00:00:00:01"}}, nil
 	}
 	var wg sync.WaitGroup
 	for i := range 10 {

@@ -112,9 +112,30 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err := checkDesired(d); err != nil {
 		return Observation{}, err
 	}
+	// A proxy the policy refuses is reported, not failed: a failed Observe
+	// would block its deletion. It is out of date, so the reconciler calls
+	// Update, which refuses with the policy's error and changes nothing.
+	if violation := b.policy.check(d.Params); violation != nil {
+		if !b.policy.allowsUserData() {
+			// Never read what the policy refuses to run.
+			d.Params.UserDataSecretRef = nil
+		}
+		o, err := b.observe(ctx, d)
+		if err != nil {
+			return o, err
+		}
+		o.UpToDate, o.Diff = false, strings.TrimSuffix(violation.Error()+"; "+o.Diff, "; ")
+		b.verified.forget(d.Name)
+		return o, nil
+	}
 	if o, ok, err := b.observeVerified(ctx, d); ok {
 		return o, err
 	}
+	return b.observe(ctx, d)
+}
+
+// observe is the full read of Observe.
+func (b *Backend) observe(ctx context.Context, d Desired) (Observation, error) {
 	p := withDefaults(d.Params)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
@@ -283,11 +304,15 @@ func pickAddress(ifaces []golibvirt.DomainInterface, mac string) string {
 // NotFound so the reconciler creates it afresh with the same name and MAC.
 // The VM holds no state, and a new seed needs a fresh overlay anyway
 // (cloud-init runs once per instance), so replacing is the simplest correct
-// change. A paused but up-to-date VM is left alone, a domain whose
+// change. A proxy the policy refuses is left as it is. A paused but
+// up-to-date VM is left alone, a domain whose
 // Create was interrupted is finished by Create, and an up-to-date domain
 // that was never started (neverStarted) is started.
 func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
+		return err
+	}
+	if err := b.policy.check(d.Params); err != nil {
 		return err
 	}
 	b.verified.forget(d.Name)

@@ -244,7 +244,7 @@ func TestObserve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := newBackend(newFake(tc.fake...), nil)
+			b := testBackend(newFake(tc.fake...), nil)
 			o, err := b.Observe(context.Background(), tc.d)
 			if diff := cmp.Diff(tc.want, want{o: o, class: backend.ClassOf(err)}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nObserve(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
@@ -287,7 +287,7 @@ func TestObserveRPCs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, tc.src, mac, "192.168.150.10"))...)
-			b := newBackend(f, nil)
+			b := testBackend(f, nil)
 			if o, err := b.Observe(context.Background(), d); err != nil || !o.Ready || !o.UpToDate {
 				t.Fatalf("Observe: %+v, %v", o, err)
 			}

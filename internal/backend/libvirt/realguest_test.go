@@ -102,6 +102,8 @@ func TestRealGuestServesTraffic(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	t.Logf("boot to serving (DomainCreate to the first proxied 200): %s", time.Since(start).Round(time.Second))
+	// It serves behind the NIC filter, the address learnt from its lease.
+	checkFilterBinding(t, d.Dial(t), MACAddress(des.Ownership.Owner.UID))
 
 	cases := map[string]struct {
 		reason string

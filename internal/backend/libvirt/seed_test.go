@@ -28,7 +28,7 @@ import (
 
 func TestSeedISO(t *testing.T) {
 	d := desired()
-	b := newBackend(newFake(), nil)
+	b := testBackend(newFake(), nil)
 	sd, err := b.buildSeed(context.Background(), d, MACAddress(testUID))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func keys(m map[string][]byte) []string {
 // user-data read back from the seed ISO.
 func TestSeedUserDataSchema(t *testing.T) {
 	bin := testenv.LookPath(t, "cloud-init", "Debian package cloud-init: hack/deps.sh cloud-init")
-	sd, err := newBackend(newFake(), nil).buildSeed(context.Background(), desired(), MACAddress(testUID))
+	sd, err := testBackend(newFake(), nil).buildSeed(context.Background(), desired(), MACAddress(testUID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestSeedUserDataSecret(t *testing.T) {
 		}
 		return own, nil
 	}
-	b := newBackend(newFake(), nil, WithUserDataSource(src))
+	b := testBackend(newFake(), nil, WithUserDataSource(src))
 	sd, err := b.buildSeed(context.Background(), d, MACAddress(testUID))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestSeedUserDataSecret(t *testing.T) {
 	if string(sd.UserData) != string(own) || sd.ConfigChecksum != squid.Checksum(own) || sd.Htpasswd != "" || gotNS != testNamespace {
 		t.Errorf("seed from the user's user-data: %+v (namespace %q)", sd, gotNS)
 	}
-	failing := newBackend(newFake(), nil, WithUserDataSource(func(context.Context, string, commonv1alpha1.LocalSecretKeySelector) ([]byte, error) {
+	failing := testBackend(newFake(), nil, WithUserDataSource(func(context.Context, string, commonv1alpha1.LocalSecretKeySelector) ([]byte, error) {
 		return nil, backend.Permanent(errors.New("no such Secret"))
 	}))
 	if _, err := failing.configChecksum(context.Background(), d); backend.ClassOf(err) != backend.ClassPermanent {
@@ -136,7 +136,7 @@ func TestSeedHtpasswdCost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := desired()
 			d.Credentials.Generated = tc.generated
-			sd, err := newBackend(newFake(), nil).buildSeed(context.Background(), d, MACAddress(testUID))
+			sd, err := testBackend(newFake(), nil).buildSeed(context.Background(), d, MACAddress(testUID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func testDriver(t *testing.T, opts ...Option) (*Backend, *golibvirt.Libvirt) {
 	if _, err := l.StorageVolCreateXML(pools[0], base, 0); err != nil {
 		t.Fatalf("cannot create the base volume: %v", err)
 	}
-	b, err := New(dialer.Target{URI: d.URI("test")}, opts...)
+	b, err := New(dialer.Target{URI: d.URI("test")}, append([]Option{WithPolicy(testPolicy)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestTestDriverRemoteTransports(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), fastTimeout)
 			defer cancel()
-			b, err := New(target)
+			b, err := New(target, WithPolicy(testPolicy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -94,7 +94,7 @@ func TestObserveVerified(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcAgent, mac, "192.168.150.10"))...)
 			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-			b := newBackend(f, nil, append([]Option{WithClock(func() time.Time { return now })}, tc.opts...)...)
+			b := testBackend(f, nil, append([]Option{WithClock(func() time.Time { return now })}, tc.opts...)...)
 			if o, err := b.Observe(context.Background(), d); err != nil || !o.Ready || !o.UpToDate {
 				t.Fatalf("first Observe: %+v, %v", o, err)
 			}
@@ -115,7 +115,7 @@ func TestObserveVerified(t *testing.T) {
 func TestUpdateForgetsVerified(t *testing.T) {
 	d := desired()
 	f := newFake(append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcAgent, MACAddress(testUID), "192.168.150.10"))...)
-	b := newBackend(f, nil)
+	b := testBackend(f, nil)
 	if _, err := b.Observe(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}

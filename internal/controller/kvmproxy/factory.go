@@ -8,6 +8,7 @@ package kvmproxy
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -60,17 +61,21 @@ func NewFactory(opts ...libvirt.Option) BackendFactory {
 			}
 			t.Credentials, secretVersion = dialer.CredentialsFromSecret(s.Data), s.GetResourceVersion()
 		}
+		kind := proxy.KindClusterProviderConfig
 		if _, ok := cfg.Object.(*v1alpha1.ProviderConfig); ok {
+			kind = proxy.KindProviderConfig
 			// A team's config reaches only remote hosts, with its own
 			// credentials; admission checks the spec, this what is dialled.
 			if err := dialer.CheckNamespaced(t); err != nil {
 				return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
 			}
 		}
+		// The policy is the config's: a new generation builds a new backend.
+		pol := libvirt.Policy{Config: fmt.Sprintf("%s %q", kind, cfg.Object.GetName()), KVM: spec.Policy.KVM}
 		b, err := cache.Get(cfg.CacheKey(), cfg.CacheVersion(secretVersion), func() (*libvirt.Backend, error) {
 			// The manager's client is the same for every call, so the
 			// cached backend may keep the one it was built with.
-			all := append([]libvirt.Option{libvirt.WithUserDataSource(UserDataFromSecrets(kube))}, opts...)
+			all := append([]libvirt.Option{libvirt.WithUserDataSource(UserDataFromSecrets(kube)), libvirt.WithPolicy(pol)}, opts...)
 			return libvirt.New(t, all...)
 		})
 		if err != nil {

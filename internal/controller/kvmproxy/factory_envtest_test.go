@@ -72,6 +72,17 @@ func kvmProxy(namespace, config string) *v1alpha1.KVMProxy {
 	}
 }
 
+// testDriverConfig is a ClusterProviderConfig of the test driver whose
+// policy allows its pool.
+func testDriverConfig(name, socket string) *v1alpha1.ClusterProviderConfig {
+	return &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ProviderConfigSpec{URI: "test:///default", SocketPath: ptr.To(socket),
+			Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone},
+			Policy:      v1alpha1.Policy{KVM: &v1alpha1.KVMPolicy{Pools: []string{"default-pool"}}}},
+	}
+}
+
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
 	start := time.Now()
@@ -108,11 +119,7 @@ func TestManagedReconcilerTestDriver(t *testing.T) {
 	ns := e.Namespace(t, "kvm")
 	// A local socket needs no credentials, which only a cluster-scoped
 	// config may use.
-	pc := &v1alpha1.ClusterProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: v1alpha1.ProviderConfigSpec{URI: "test:///default", SocketPath: ptr.To(d.Socket),
-			Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
-	}
+	pc := testDriverConfig(ns, d.Socket)
 	if err := e.Client.Create(ctx, pc); err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +210,7 @@ func TestManagedReconcilerForeignExternalName(t *testing.T) {
 	startKVMProvider(t, e)
 	ctx := t.Context()
 	ns := e.Namespace(t, "kvm")
-	pc := &v1alpha1.ClusterProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: v1alpha1.ProviderConfigSpec{URI: "test:///default", SocketPath: ptr.To(d.Socket),
-			Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceNone}},
-	}
+	pc := testDriverConfig(ns, d.Socket)
 	if err := e.Client.Create(ctx, pc); err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +249,52 @@ func TestManagedReconcilerForeignExternalName(t *testing.T) {
 	})
 	if vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0); err != nil || len(vols) != 1 {
 		t.Errorf("volumes after deleting the resource: %v, %v", vols, err)
+	}
+}
+
+// TestManagedReconcilerPolicy: a KVMProxy written directly that the
+// config's policy refuses (a bridge it does not list, its own cloud-init)
+// gets Synced=False naming the field and the rule, and nothing is made.
+func TestManagedReconcilerPolicy(t *testing.T) {
+	d := libvirtd.Start(t)
+	l := d.DialURI(t, "test")
+	pools, _, err := l.ConnectListAllStoragePools(1, 0)
+	if err != nil || len(pools) == 0 {
+		t.Fatalf("pools: %v", err)
+	}
+	if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>base.qcow2</name><capacity unit='bytes'>1073741824</capacity><target><format type='qcow2'/></target></volume>`, 0); err != nil {
+		t.Fatal(err)
+	}
+	e := kube.Start(t)
+	startKVMProvider(t, e)
+	ctx := t.Context()
+	ns := e.Namespace(t, "kvm")
+	pc := testDriverConfig(ns, d.Socket)
+	if err := e.Client.Create(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
+	mg := kvmProxy(ns, pc.Name)
+	mg.Spec.ForProvider.Network = &v1alpha1.KVMNetwork{Bridge: ptr.To("br-mgmt")}
+	mg.Spec.ForProvider.UserDataSecretRef = &commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}
+	if err := e.Client.Create(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`spec.forProvider.network.bridge "br-mgmt" is not in ClusterProviderConfig %q spec.policy.kvm.bridges (unset: no bridge); `+
+		`spec.forProvider.userDataSecretRef is set but ClusterProviderConfig %q spec.policy.kvm.allowUserData is not true`, ns, ns)
+	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
+	got := &v1alpha1.KVMProxy{}
+	waitFor(t, "Synced=False naming the rules", func() (bool, string) {
+		err := e.Client.Get(ctx, nn, got)
+		c := got.GetCondition(xpv2.TypeSynced)
+		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
+	})
+	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
+	if err != nil || len(vols) != 1 || vols[0].Name != "base.qcow2" {
+		t.Errorf("volumes: want only base.qcow2, got %v, %v", vols, err)
+	}
+	if doms, _, err := l.ConnectListAllDomains(1, 0); err != nil || len(doms) != 1 {
+		// The test driver's own "test" domain only.
+		t.Errorf("domains: want only the driver's own, got %v, %v", doms, err)
 	}
 }

@@ -249,3 +249,41 @@ func TestFactoryTestDriver(t *testing.T) {
 		t.Errorf("List: %v", err)
 	}
 }
+
+// TestFactoryPolicy: the backend enforces the policy of the config it was
+// built from, naming the config, and a new generation of the config (an
+// edited policy) builds a backend with the new one. Create refuses before
+// its first call to libvirt, so no daemon is needed.
+func TestFactoryPolicy(t *testing.T) {
+	pc := clusterProviderConfig("test:///default")
+	pc.Name = "lab"
+	pc.Spec.Policy.KVM = &v1alpha1.KVMPolicy{Bridges: []string{"br-proxies"}}
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	f := NewFactory()
+	owner := backend.Owner{UID: "0b4f2d7e-1111-4c2a-9d7e-5a0c6f3e9b21", Namespace: ns, Name: "proxy"}
+	d := libvirt.Desired{
+		Name:      backend.Name(owner, 63),
+		Ownership: backend.Ownership{Owner: owner, ProviderInstance: "test"},
+		Params: v1alpha1.KVMProxyParameters{BaseImageVolume: "base.qcow2",
+			Network: &v1alpha1.KVMNetwork{Bridge: ptr.To("br-mgmt")}},
+	}
+	create := func() string {
+		b, err := f(context.Background(), kube, proxy.Config{Object: pc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Create(context.Background(), d)
+		if backend.ClassOf(err) != backend.ClassPermanent {
+			t.Fatalf("Create: want a Permanent error, got %v", err)
+		}
+		return err.Error()
+	}
+	if got, want := create(), `spec.forProvider.network.bridge "br-mgmt" is not in ClusterProviderConfig "lab" spec.policy.kvm.bridges`; got != want {
+		t.Errorf("Create: -want +got:\n-%s\n+%s", want, got)
+	}
+	pc.Spec.Policy.KVM = &v1alpha1.KVMPolicy{Bridges: []string{"br-proxies"}, MaxVCPUs: ptr.To[int32](0)}
+	pc.Generation++
+	if got, want := create(), `spec.forProvider.network.bridge "br-mgmt" is not in ClusterProviderConfig "lab" spec.policy.kvm.bridges; spec.forProvider.vcpus 1 is more than ClusterProviderConfig "lab" spec.policy.kvm.maxVCPUs (0)`; got != want {
+		t.Errorf("Create after the policy changed: -want +got:\n-%s\n+%s", want, got)
+	}
+}
