@@ -125,14 +125,11 @@ type result struct {
 	// from the provider's start until all Synced, until all Ready, and over
 	// the steady window.
 	apiSynced, apiConverge, apiSteady float64
-	// lag is how long the provider's cache took to show its own writes of
-	// the managed resources while they converged.
-	lag                   lagQuantiles
-	steadyPolls           float64
-	mem                   memKiB
-	converge, steady      counts
-	base                  *baselineResult
-	loadBefore, loadAfter string
+	steadyPolls                       float64
+	mem                               memKiB
+	converge, steady                  counts
+	base                              *baselineResult
+	loadBefore, loadAfter             string
 	// opsNotRPCs: the provider's backend figure is operations, not requests.
 	opsNotRPCs bool
 	note       string
@@ -157,7 +154,6 @@ func (r *result) print(w io.Writer) {
 	p("| control-plane writes settled after all Ready (they count as converging) | %s | | |\n", secs(r.settled))
 	p("| CPU until all Synced | %s | | |\n", cpu(r.cpuSynced))
 	p("| CPU until all Ready (baseline: bench process) | %s | %s | %s |\n", cpu(r.cpuConverge), cpu(b.cpu), ratio(r.cpuConverge, b.cpu))
-	p("| cache lag of the provider's own MR writes while converging: p50 / p90 / p99 | %s | | |\n", r.lag)
 	p("| peak RSS | %s | | |\n", mib(r.mem.peak))
 	if r.mem.anon+r.mem.file > 0 {
 		p("| RSS after the steady window: anonymous (heap, stacks) + file (the binary's pages) | %s + %s | | |\n", mib(r.mem.anon), mib(r.mem.file))

@@ -157,9 +157,6 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		return res, err
 	}
 	res.converge, res.settled = conv, waited
-	if res.lag, err = cacheLag(ctx, p.metricsURL); err != nil {
-		return res, err
-	}
 	cpuSettled, apiConv := cpuSeconds(p.pid()), markAPIServer()
 	logf("%s: control-plane writes settled %s after all Ready; steady state for %s", r.backend, waited.Round(100*time.Millisecond), r.o.steady)
 	steadyProfile := r.profile(ctx, p, "steady", r.o.steady)

@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"reflect"
-	"strconv"
 	"sync"
 	"time"
 
@@ -37,7 +36,7 @@ import (
 
 // pendingTTL bounds how long a read of an object this backend wrote goes to
 // the API server while the watch has not delivered the write. A watch that
-// relisted may never deliver that exact version; the cache is then newer.
+// relisted may never deliver that exact version.
 const pendingTTL = 30 * time.Second
 
 // watchCache serves the reads of Observe from informers on the target
@@ -490,15 +489,19 @@ func (w *watchCache) instancePods(ctx context.Context, ns, name string) ([]*core
 }
 
 // wrote records a write of obj (deleted: a delete) the watch has yet to
-// deliver. A local API server often delivers the event before the write's
-// own response: then the cache already holds the write, and nothing is
-// recorded.
-func (w *watchCache) wrote(obj client.Object, deleted bool) {
+// deliver; before is the version the write replaced ("" for a create). A
+// local API server often delivers the event before the write's own
+// response: then the cache already holds the write, and nothing is
+// recorded. The write's response is served only while the cache holds the
+// version it replaced: resource versions are opaque, so any other version
+// may be newer than the write, and reads go to the API server.
+func (w *watchCache) wrote(obj client.Object, before string, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.cache == nil {
 		return
 	}
+	serve := !deleted
 	kind := reflect.TypeOf(obj)
 	if i, ok := w.informers[kind]; ok && i.HasSynced() {
 		// The informer updates its store before it calls the handlers, so
@@ -508,12 +511,16 @@ func (w *watchCache) wrote(obj client.Object, deleted bool) {
 		switch {
 		case deleted && kerrors.IsNotFound(err):
 			return
-		case !deleted && err == nil && atLeast(cached.GetResourceVersion(), obj.GetResourceVersion()):
+		case !deleted && err == nil && cached.GetResourceVersion() == obj.GetResourceVersion():
 			return
+		case err == nil:
+			serve = serve && cached.GetResourceVersion() == before
+		default:
+			serve = serve && before == "" && kerrors.IsNotFound(err)
 		}
 	}
 	p := pendingWrite{resourceVersion: obj.GetResourceVersion(), deleted: deleted, at: time.Now()}
-	if !deleted {
+	if serve {
 		p.obj, _ = obj.DeepCopyObject().(client.Object)
 	}
 	w.pending[keyOf(obj)] = p
@@ -560,31 +567,25 @@ func keyOf(obj client.Object) objectKey {
 	return objectKey{kind: reflect.TypeOf(obj), namespace: obj.GetNamespace(), name: obj.GetName()}
 }
 
-// seen clears the pending write the watch delivered with obj.
+// seen clears the pending write the watch delivered with obj. Resource
+// versions are opaque: only the written version itself shows the cache
+// caught up. Another one may be older or newer (after a relist, or a
+// write by someone else), so the write's response is no longer served,
+// and reads go to the API server until that version arrives or pendingTTL
+// passes.
 func (w *watchCache) seen(kind reflect.Type, obj metaObject, deleted bool) {
 	k := objectKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.pending[k]
-	if !ok {
-		return
-	}
-	if deleted || (!p.deleted && atLeast(obj.GetResourceVersion(), p.resourceVersion)) {
+	switch {
+	case !ok:
+	case deleted || (!p.deleted && obj.GetResourceVersion() == p.resourceVersion):
 		delete(w.pending, k)
+	case p.obj != nil:
+		p.obj = nil
+		w.pending[k] = p
 	}
-}
-
-// atLeast tells whether resource version have is want or newer. Resource
-// versions are opaque by contract, but etcd's are increasing integers; any
-// other kind is compared for equality, which costs at most pendingTTL of
-// reads from the API server.
-func atLeast(have, want string) bool {
-	if have == want {
-		return true
-	}
-	h, herr := strconv.ParseUint(have, 10, 64)
-	w, werr := strconv.ParseUint(want, 10, 64)
-	return herr == nil && werr == nil && h >= w
 }
 
 // setNotify sets the function told of changed instances.
@@ -723,16 +724,17 @@ func (r recording) Create(ctx context.Context, obj client.Object, opts ...client
 		r.w.created(obj, err)
 	}
 	if err == nil {
-		r.w.wrote(obj, false)
+		r.w.wrote(obj, "", false)
 	}
 	return err
 }
 
 func (r recording) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	before := obj.GetResourceVersion()
 	err := r.kube.Update(ctx, obj, opts...)
 	r.w.answered(err)
 	if err == nil {
-		r.w.wrote(obj, false)
+		r.w.wrote(obj, before, false)
 	}
 	return err
 }
@@ -741,7 +743,7 @@ func (r recording) Delete(ctx context.Context, obj client.Object, opts ...client
 	err := r.kube.Delete(ctx, obj, opts...)
 	r.w.answered(err)
 	if err == nil {
-		r.w.wrote(obj, true)
+		r.w.wrote(obj, "", true)
 	}
 	return err
 }

@@ -41,7 +41,9 @@ func TestWatchCachePending(t *testing.T) {
 			Labels: testOwnership().Labels(backend.KubernetesLabelKeys)}}
 	}
 	type want struct {
-		Pending  bool
+		Pending bool
+		// Served: reads get the write's response, not the API server's.
+		Served   bool
 		Reported int
 	}
 	cases := map[string]struct {
@@ -51,22 +53,22 @@ func TestWatchCachePending(t *testing.T) {
 		want    want
 	}{
 		"NotDelivered": {
-			reason: "Until the watch delivers the write, the object is read from the API server.",
-			want:   want{Pending: true},
+			reason: "Until the watch delivers the write, the object is read from the write's response.",
+			want:   want{Pending: true, Served: true},
 		},
 		"OlderVersion": {
-			reason: "An event of the version before the write leaves it pending.",
+			reason: "An event of another version (here the one before the write) leaves it pending, read from the API server: versions are opaque, so another one may be newer.",
 			event:  func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("1")) },
 			want:   want{Pending: true},
+		},
+		"NewerVersion": {
+			reason: "An event of a newer version (a relist that skipped the write) is not known to be newer: the API server answers until pendingTTL.",
+			event:  func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("3")) },
+			want:   want{Pending: true, Reported: 1},
 		},
 		"Delivered": {
 			reason: "The event of the written version ends it, and reports the owner.",
 			event:  func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("2")) },
-			want:   want{Pending: false, Reported: 1},
-		},
-		"NewerDelivered": {
-			reason: "An event of a newer version (the write and a status update after it) ends it too.",
-			event:  func(h toolscache.ResourceEventHandler) { h.OnUpdate(cm("1"), cm("3")) },
 			want:   want{Pending: false, Reported: 1},
 		},
 		"DeleteDelivered": {
@@ -98,11 +100,12 @@ func TestWatchCachePending(t *testing.T) {
 					got.Reported++
 				}
 			})
-			w.wrote(cm("2"), tc.deleted)
+			w.wrote(cm("2"), "1", tc.deleted)
 			if tc.event != nil {
 				tc.event(w.handler(reflect.TypeOf(&corev1.ConfigMap{}), true))
 			}
-			_, got.Pending = w.pending[objectKey{kind: reflect.TypeOf(&corev1.ConfigMap{}), namespace: testNS, name: testName}]
+			p, pending := w.pending[objectKey{kind: reflect.TypeOf(&corev1.ConfigMap{}), namespace: testNS, name: testName}]
+			got.Pending, got.Served = pending, pending && p.obj != nil
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\n-want, +got:\n%s", tc.reason, diff)
 			}
@@ -112,21 +115,25 @@ func TestWatchCachePending(t *testing.T) {
 
 // TestOwnWritesServed: while the watch has not delivered a write, a read
 // of the object gets it as the write's response had it, from no API
-// server; after a delete the API server answers.
+// server, if the cache holds the version the write replaced; after a
+// delete, or with any other version in the cache, the API server answers.
 func TestOwnWritesServed(t *testing.T) {
 	written := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testName, ResourceVersion: "2"},
 		Data: map[string]string{"squid.conf": "http_port 3128"}}
 	cases := map[string]struct {
 		reason     string
 		deleted    bool
+		cached     string
 		key        client.ObjectKey
 		wantDirect int
 		want       *corev1.ConfigMap
 	}{
 		"Written": {reason: "The written object is served from the write.",
-			key: client.ObjectKeyFromObject(written), want: written},
+			cached: "1", key: client.ObjectKeyFromObject(written), want: written},
+		"CacheHoldsAnother": {reason: "The cache holds neither the write nor the version it replaced, maybe a newer one: the API server answers.",
+			cached: "3", key: client.ObjectKeyFromObject(written), wantDirect: 1, want: &corev1.ConfigMap{}},
 		"Deleted": {reason: "A deleted object is read from the API server, which says it is gone.",
-			deleted: true, key: client.ObjectKeyFromObject(written), wantDirect: 1, want: &corev1.ConfigMap{}},
+			deleted: true, cached: "1", key: client.ObjectKeyFromObject(written), wantDirect: 1, want: &corev1.ConfigMap{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -139,9 +146,9 @@ func TestOwnWritesServed(t *testing.T) {
 			}).Build()
 			w := newWatchCache(&rest.Config{}, nil, kube)
 			kind := reflect.TypeOf(&corev1.ConfigMap{})
-			w.started, w.cache = true, &informertest.FakeInformers{}
+			w.started, w.cache = true, &versionCache{version: tc.cached}
 			w.informers[kind] = &controllertest.FakeInformer{Synced: true}
-			w.wrote(written.DeepCopy(), tc.deleted)
+			w.wrote(written.DeepCopy(), "1", tc.deleted)
 			got := &corev1.ConfigMap{}
 			_ = w.Get(context.Background(), tc.key, got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -158,6 +165,17 @@ func TestOwnWritesServed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// versionCache holds every object at one version.
+type versionCache struct {
+	informertest.FakeInformers
+	version string
+}
+
+func (c *versionCache) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	obj.SetResourceVersion(c.version)
+	return nil
 }
 
 // syncingInformer syncs when told to.

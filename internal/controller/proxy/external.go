@@ -7,7 +7,6 @@ SPDX-License-Identifier: Apache-2.0
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -19,10 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
@@ -186,45 +182,12 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 	default:
 		mg.SetConditions(xpv2.Unavailable().WithMessage(o.Message))
 	}
-	cd := connectionDetails(o.Endpoint, d.Credentials)
-	if e.published(ctx, mg, cd) {
-		// crossplane-runtime's publisher compares the Secret it reads with
-		// the details through reflection, byte by byte, on every poll: a
-		// fifth of a steady poll's CPU (docs/bench.md at 22cd24f). No details means
-		// nothing new; the client does not send the empty patch (status.go).
-		cd = nil
-	}
 	return managed.ExternalObservation{
 		ResourceExists:    true,
 		ResourceUpToDate:  upToDate,
-		ConnectionDetails: cd,
+		ConnectionDetails: connectionDetails(o.Endpoint, d.Credentials),
 		Diff:              o.Diff,
 	}, nil
-}
-
-// published tells whether mg's connection Secret, as the cache holds it,
-// is mg's and already has every detail of cd. A missing Secret, another
-// owner's or changed details go to the publisher, which writes or refuses.
-func (e *External[M, P, O]) published(ctx context.Context, mg M, cd managed.ConnectionDetails) bool {
-	ref := mg.GetWriteConnectionSecretToReference()
-	if ref == nil || len(cd) == 0 {
-		return false
-	}
-	s := &corev1.Secret{}
-	// Only read, never changed: no copy of the cached Secret is needed.
-	nn := types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}
-	if err := e.kube.Get(ctx, nn, s, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
-		return false
-	}
-	if c := metav1.GetControllerOf(s); c == nil || c.UID != mg.GetUID() || s.Type != resource.SecretTypeConnection {
-		return false
-	}
-	for k, v := range cd {
-		if have, ok := s.Data[k]; !ok || !bytes.Equal(have, v) {
-			return false
-		}
-	}
-	return true
 }
 
 // Create starts creating the instance.

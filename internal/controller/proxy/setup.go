@@ -22,10 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 // Options configure every proxy controller.
@@ -160,26 +158,15 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		watched = w.Changes().Watched
 	}
 	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
-	// quietManager: a poll that changes nothing writes nothing;
-	// createResult: no create-succeeded write.
-	// trackingClient and freshGate: no reconcile of a copy older than the
-	// provider's own last write (fresh.go).
-	writes := newLastWrites(cacheLag.WithLabelValues(gvk.Kind))
-	newObj := func() client.Object { return obj.DeepCopyObject().(client.Object) } //nolint:forcetypeassert // A copy of a client.Object.
-	kube := trackingClient{Client: mgr.GetClient(), writes: writes, newObj: newObj}
-	pending := newPendingCreates()
-	opts = append(opts, managed.WithCriticalAnnotationUpdater(createResult{
-		CriticalAnnotationUpdater: managed.NewRetryingCriticalAnnotationUpdater(kube),
-		pending:                   pending,
-	}))
-	r := managed.NewReconciler(quietManager{Manager: mgr, kube: kube, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
-	held := &heldBack{}
-	co := phase.Options(o.Options, mgr.GetLogger())
-	co.RateLimiter = keepBackoff{TypedRateLimiter: co.RateLimiter, held: held}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(co).
-		WithEventFilter(predicate.Or(writes.CaughtUp(), desiredStateChanged())).
+		WithOptions(o.ForControllerRuntime()).
+		// The runtime's own filter, as provider-kubernetes uses it: a
+		// change of spec, labels or annotations is a reconcile; the
+		// reconciler's status writes and create annotations are not (it
+		// requeues after those by itself).
+		WithEventFilter(resource.DesiredStateChanged()).
 		For(obj)
 	if watches {
 		// A backend that watches its instances has a changed one
@@ -189,20 +176,13 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		if !s.Recognizes(listGVK) {
 			return errors.Errorf(errFmtNoList, listGVK)
 		}
-		w.Changes().resolveWith(mgr.GetClient(), newObj,
+		w.Changes().resolveWith(mgr.GetClient(),
+			func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
 			func() client.ObjectList {
 				l, _ := s.New(listGVK)
 				return l.(client.ObjectList) //nolint:forcetypeassert // The scheme recognizes it.
 			})
 		b = b.WatchesRawSource(w.Changes().Source())
 	}
-	// The gate is outside the global rate limiter: a held back reconcile
-	// takes none of the reconciles per second.
-	return b.Complete(freshGate{
-		inner:  ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter),
-		kube:   mgr.GetClient(),
-		newObj: newObj,
-		writes: writes,
-		held:   held,
-	})
+	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
