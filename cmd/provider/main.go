@@ -65,7 +65,6 @@ func main() {
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
-		memLimit         = app.Flag("memory-limit", "Soft limit of the provider's Go heap, such as 96Mi: near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 80% of the container's memory limit, if it has one; 0 turns it off; GOMEMLIMIT, when set, wins.").Default("auto").String()
 		namespace        = app.Flag("namespace", "The provider's own namespace, where it keeps the key of generated proxy passwords (the Secret "+credentialsKeySecret+"). Crossplane's package runtime sets POD_NAMESPACE.").Default("crossplane-system").Envar("POD_NAMESPACE").String()
 		releasePages     = app.Flag("release-startup-pages", "Once the caches have synced, drop the mappings of the binary's pages that only startup used (the kernel maps them again on use): 13-15 MiB less RSS.").Default("true").Bool()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
@@ -75,8 +74,6 @@ func main() {
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 	// Before anything else: a bad value must fail without an API server.
 	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
-	limit, err := memoryLimit(*memLimit, cgroupLimit)
-	kingpin.FatalIfError(err, "Invalid flag")
 
 	// Values are encoded only into messages that are logged (lazylog.go).
 	// Milliseconds: a reconcile's steps are apart by less than a second.
@@ -84,9 +81,6 @@ func main() {
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
-	if setMemoryLimit(limit, os.Getenv("GOMEMLIMIT")) {
-		log.Info("Go heap soft limit", "memory-limit", *memLimit, "bytes", limit)
-	}
 
 	// Off unless OTEL_EXPORTER_OTLP_*ENDPOINT is set: see docs/platform.md.
 	stopTracing, err := setupTracing(context.Background(), version.Version)
