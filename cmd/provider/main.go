@@ -24,7 +24,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientfeatures "k8s.io/client-go/features"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -44,8 +43,6 @@ import (
 )
 
 func main() {
-	// Before any client reads a gate (watchlist.go).
-	clientfeatures.ReplaceFeatureGates(informerGates(clientfeatures.FeatureGates(), os.LookupEnv))
 	var (
 		app              = kingpin.New(filepath.Base(os.Args[0]), "Egress proxies as Crossplane managed resources, one kind per backend.").DefaultEnvars()
 		debug            = app.Flag("debug", "Run with debug logging.").Short('d').Bool()
