@@ -72,9 +72,8 @@ func main() {
 	// Before anything else: a bad value must fail without an API server.
 	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
 
-	// Values are encoded only into messages that are logged (lazylog.go).
 	// Milliseconds: a reconcile's steps are apart by less than a second.
-	zl := withLazyValues(zap.New(zap.UseDevMode(*debug), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
+	zl := zap.New(zap.UseDevMode(*debug), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder })
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
