@@ -63,7 +63,6 @@ func main() {
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
 		namespace        = app.Flag("namespace", "The provider's own namespace, where it keeps the key of generated proxy passwords (the Secret "+credentialsKeySecret+"). Crossplane's package runtime sets POD_NAMESPACE.").Default("crossplane-system").Envar("POD_NAMESPACE").String()
-		releasePages     = app.Flag("release-startup-pages", "Once the caches have synced, drop the mappings of the binary's pages that only startup used (the kernel maps them again on use): 13-15 MiB less RSS.").Default("true").Bool()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
 	// Each backend declares its own flags.
@@ -129,9 +128,6 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot create controller manager")
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")
 	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add the ready check")
-	if *releasePages {
-		kingpin.FatalIfError(mgr.Add(startupPages{cache: mgr.GetCache(), log: log}), "Cannot add the release of startup pages")
-	}
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
