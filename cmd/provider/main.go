@@ -29,12 +29,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
-	"github.com/egressproxy/provider-egressproxy/internal/apiwarning"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -83,7 +83,10 @@ func main() {
 
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
-	cfg.WarningHandlerWithContext = apiwarning.NewLogger()
+	// Each distinct warning once: the API server warns about
+	// crossplane-runtime's finalizer name on every write of a managed
+	// resource.
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 
 	// One client for the provider's own reads before the manager starts.
 	core, err := corev1client.NewForConfig(cfg)
