@@ -136,9 +136,6 @@ func main() {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
-	kinds, err := managedKinds(apis.AddToScheme)
-	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
-	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetCache(), log, stateMetrics, kinds, *pollStateMetric), "Cannot add the state metrics recorders")
 
 	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	safeStart, err := crdGate(gctx, cfg, log)
