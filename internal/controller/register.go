@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,7 +66,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 		return err
 	}
 	if o.Gate != nil {
-		if err := setupCRDGate(mgr, o.Options); err != nil {
+		if err := customresourcesgate.Setup(mgr, o.Options); err != nil {
 			return errors.Wrap(err, errGate)
 		}
 		openServed(mgr.GetRESTMapper(), o.Gate, backends)

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 // Options configure every proxy controller.
@@ -174,7 +173,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	}))
 	r := managed.NewReconciler(quietManager{Manager: mgr, kube: kube, written: newWrittenStatus(), pending: pending}, resource.ManagedKind(gvk), opts...)
 	held := &heldBack{}
-	co := phase.Options(o.Options, mgr.GetLogger())
+	co := o.ForControllerRuntime()
 	co.RateLimiter = keepBackoff{TypedRateLimiter: co.RateLimiter, held: held}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
