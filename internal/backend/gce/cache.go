@@ -65,8 +65,6 @@ const (
 // listKey names one shared list.
 type listKey struct{ kind, scope, filter string }
 
-func (k listKey) String() string { return k.kind + "\x00" + k.scope + "\x00" + k.filter }
-
 // listing is the result of one list call (all its pages).
 type listing struct {
 	// gen orders the listing against writes: it began after every write
@@ -128,17 +126,15 @@ func (c *partsCache) fresh(s spec, ls ...*listing) bool {
 }
 
 // get returns the listing of k, listing again with fetch when the last one
-// is older than the TTL or failed. Concurrent callers share one list call.
+// is older than the TTL or failed. Concurrent callers share one call (a
+// list's wait is bounded by the call timeout, not by each caller's ctx).
 func (c *partsCache) get(ctx context.Context, k listKey, now time.Time, fetch func(context.Context) (map[string]proto.Message, error)) (*listing, error) {
-	if l := c.current(k, now); l != nil {
-		return l, l.err
-	}
-	ch := c.calls.DoChan(k.String(), func() (any, error) {
-		// A call that ended between current and DoChan listed already.
-		if l := c.current(k, now); l != nil {
+	v, _, _ := c.calls.Do(k.kind+"\x00"+k.scope+"\x00"+k.filter, func() (any, error) {
+		c.mu.Lock()
+		if l := c.lists[k]; l != nil && now.Sub(l.at) < c.ttlOf(l) && !now.Before(l.at) {
+			c.mu.Unlock()
 			return l, nil
 		}
-		c.mu.Lock()
 		c.gen++
 		l := &listing{gen: c.gen, at: now}
 		c.mu.Unlock()
@@ -150,24 +146,8 @@ func (c *partsCache) get(ctx context.Context, k listKey, now time.Time, fetch fu
 		c.mu.Unlock()
 		return l, nil
 	})
-	select {
-	case r := <-ch:
-		l := r.Val.(*listing) //nolint:forcetypeassert // The call returns nothing else.
-		return l, l.err
-	case <-ctx.Done():
-		return nil, backend.Transient(ctx.Err())
-	}
-}
-
-// current returns the listing of k if it still answers at now, else nil.
-func (c *partsCache) current(k listKey, now time.Time) *listing {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.lists[k]
-	if l == nil || now.Sub(l.at) >= c.ttlOf(l) || now.Before(l.at) {
-		return nil
-	}
-	return l
+	l := v.(*listing) //nolint:forcetypeassert // The call returns nothing else.
+	return l, l.err
 }
 
 // failedListTTL is how long a failed list answers the Observes that need
