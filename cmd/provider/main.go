@@ -24,18 +24,17 @@ import (
 	"go.uber.org/zap/zapcore"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientfeatures "k8s.io/client-go/features"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/egressproxy/provider-egressproxy/apis"
-	"github.com/egressproxy/provider-egressproxy/internal/apiwarning"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -44,8 +43,6 @@ import (
 )
 
 func main() {
-	// Before any client reads a gate (watchlist.go).
-	clientfeatures.ReplaceFeatureGates(informerGates(clientfeatures.FeatureGates(), os.LookupEnv))
 	var (
 		app              = kingpin.New(filepath.Base(os.Args[0]), "Egress proxies as Crossplane managed resources, one kind per backend.").DefaultEnvars()
 		debug            = app.Flag("debug", "Run with debug logging.").Short('d').Bool()
@@ -65,9 +62,7 @@ func main() {
 		metricsAddr      = app.Flag("metrics-bind-address", "Address the Prometheus metrics are served on.").Default(":8080").String()
 		healthAddr       = app.Flag("health-probe-bind-address", "Address the health probes are served on.").Default(":8081").String()
 		normalEvents     = app.Flag("normal-events", "Record Normal events of managed resources (creation, update, deletion requested); --no-normal-events saves one write per new proxy at scale (the Synced and Ready conditions tell the same), and warnings are always recorded.").Default("true").Bool()
-		memLimit         = app.Flag("memory-limit", "Soft limit of the provider's Go heap, such as 96Mi: near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 80% of the container's memory limit, if it has one; 0 turns it off; GOMEMLIMIT, when set, wins.").Default("auto").String()
 		namespace        = app.Flag("namespace", "The provider's own namespace, where it keeps the key of generated proxy passwords (the Secret "+credentialsKeySecret+"). Crossplane's package runtime sets POD_NAMESPACE.").Default("crossplane-system").Envar("POD_NAMESPACE").String()
-		releasePages     = app.Flag("release-startup-pages", "Once the caches have synced, drop the mappings of the binary's pages that only startup used (the kernel maps them again on use): 13-15 MiB less RSS.").Default("true").Bool()
 		pprofAddr        = app.Flag("pprof-bind-address", "Address Go's pprof profiles are served on (make bench); empty turns them off.").Default("").String()
 	)
 	// Each backend declares its own flags.
@@ -75,18 +70,12 @@ func main() {
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 	// Before anything else: a bad value must fail without an API server.
 	kingpin.FatalIfError(checkInstanceFlag(*instance), "Invalid flag")
-	limit, err := memoryLimit(*memLimit, cgroupLimit)
-	kingpin.FatalIfError(err, "Invalid flag")
 
-	// Values are encoded only into messages that are logged (lazylog.go).
 	// Milliseconds: a reconcile's steps are apart by less than a second.
-	zl := withLazyValues(zap.New(zap.UseDevMode(*debug), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
+	zl := zap.New(zap.UseDevMode(*debug), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder })
 	log := logging.NewLogrLogger(zl.WithName("provider-egressproxy"))
 	ctrl.SetLogger(zl)
 	log.Info("Starting", "version", version.Version, "sync-interval", syncInterval.String(), "poll-interval", pollInterval.String())
-	if setMemoryLimit(limit, os.Getenv("GOMEMLIMIT")) {
-		log.Info("Go heap soft limit", "memory-limit", *memLimit, "bytes", limit)
-	}
 
 	// Off unless OTEL_EXPORTER_OTLP_*ENDPOINT is set: see docs/platform.md.
 	stopTracing, err := setupTracing(context.Background(), version.Version)
@@ -94,7 +83,10 @@ func main() {
 
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
-	cfg.WarningHandlerWithContext = apiwarning.NewLogger()
+	// Each distinct warning once: the API server warns about
+	// crossplane-runtime's finalizer name on every write of a managed
+	// resource.
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 
 	// One client for the provider's own reads before the manager starts.
 	core, err := corev1client.NewForConfig(cfg)
@@ -136,17 +128,11 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot create controller manager")
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")
 	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add the ready check")
-	if *releasePages {
-		kingpin.FatalIfError(mgr.Add(startupPages{cache: mgr.GetCache(), log: log}), "Cannot add the release of startup pages")
-	}
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
-	kinds, err := managedKinds(apis.AddToScheme)
-	kingpin.FatalIfError(err, "Cannot list the managed resource kinds")
-	kingpin.FatalIfError(addStateRecorders(mgr, mgr.GetCache(), log, stateMetrics, kinds, *pollStateMetric), "Cannot add the state metrics recorders")
 
 	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	safeStart, err := crdGate(gctx, cfg, log)

@@ -80,9 +80,9 @@ func main() {
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	var providerFlags string
-	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --memory-limit=96Mi")
+	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string
-	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOGC=50")
+	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOMEMLIMIT=64MiB")
 	flag.Parse()
 	o.providerEnv = strings.Fields(providerEnv)
 	o.backends = strings.Split(backends, ",")

@@ -7,13 +7,10 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
@@ -29,69 +26,6 @@ func (g *setGate) Register(func(), ...schema.GroupVersionKind) {}
 func (g *setGate) Set(gvk schema.GroupVersionKind, ready bool) bool {
 	g.set[gvk] = ready
 	return true
-}
-
-func TestCRDGate(t *testing.T) {
-	now := metav1.Now()
-	crd := func(established apiextensionsv1.ConditionStatus, deleted *metav1.Time, versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
-		c := &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "kvmproxies.kvm.egressproxy.io", DeletionTimestamp: deleted},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group:    "kvm.egressproxy.io",
-				Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "KVMProxy"},
-				Versions: versions,
-			},
-		}
-		if established != "" {
-			c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{
-				{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue},
-				{Type: apiextensionsv1.Established, Status: established},
-			}
-		}
-		return c
-	}
-	served := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1alpha1", Served: true}
-	unserved := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1beta1"}
-	gvk := func(v string) schema.GroupVersionKind {
-		return schema.GroupVersionKind{Group: "kvm.egressproxy.io", Version: v, Kind: "KVMProxy"}
-	}
-	cases := map[string]struct {
-		reason string
-		crd    *apiextensionsv1.CustomResourceDefinition
-		want   map[schema.GroupVersionKind]bool
-	}{
-		"Established": {
-			reason: "Each served version of an established CRD opens its kind's gate; an unserved one is not opened.",
-			crd:    crd(apiextensionsv1.ConditionTrue, nil, served, unserved),
-			want:   map[schema.GroupVersionKind]bool{gvk("v1alpha1"): true},
-		},
-		"NotEstablished": {
-			reason: "A CRD not established yet closes every version's gate.",
-			crd:    crd(apiextensionsv1.ConditionFalse, nil, served, unserved),
-			want:   map[schema.GroupVersionKind]bool{gvk("v1alpha1"): false, gvk("v1beta1"): false},
-		},
-		"NoConditions": {
-			reason: "A CRD the API server has not looked at yet is not established.",
-			crd:    crd("", nil, served),
-			want:   map[schema.GroupVersionKind]bool{gvk("v1alpha1"): false},
-		},
-		"Deleting": {
-			reason: "A CRD being deleted closes its gates, established or not.",
-			crd:    crd(apiextensionsv1.ConditionTrue, &now, served),
-			want:   map[schema.GroupVersionKind]bool{gvk("v1alpha1"): false},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := &setGate{set: map[schema.GroupVersionKind]bool{}}
-			if _, err := (crdGate{gate: g}).Reconcile(context.Background(), tc.crd); err != nil {
-				t.Fatalf("Reconcile(...): %v", err)
-			}
-			if diff := cmp.Diff(tc.want, g.set); diff != "" {
-				t.Errorf("%s\nReconcile(...): gate set -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
 }
 
 func TestOpenServed(t *testing.T) {

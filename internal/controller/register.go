@@ -9,7 +9,11 @@ package controller
 
 import (
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,8 +23,10 @@ import (
 )
 
 const (
-	errGate     = "cannot set up the CRD gate"
-	errFmtSetup = "cannot set up the controllers of the %s backend"
+	errGate          = "cannot set up the CRD gate"
+	errFmtSetup      = "cannot set up the controllers of the %s backend"
+	errFmtStateList  = "cannot record the state metrics of %s: the scheme has no managed resource list %s"
+	errFmtStateAdded = "cannot add the state metrics recorder of %s"
 )
 
 // A Backend is one backend's controllers, ready to be added.
@@ -60,7 +66,7 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 		return err
 	}
 	if o.Gate != nil {
-		if err := setupCRDGate(mgr, o.Options); err != nil {
+		if err := customresourcesgate.Setup(mgr, o.Options); err != nil {
 			return errors.Wrap(err, errGate)
 		}
 		openServed(mgr.GetRESTMapper(), o.Gate, backends)
@@ -68,6 +74,9 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 	for _, b := range backends {
 		start := func() error {
 			if err := configs.Add(b.Description); err != nil {
+				return errors.Wrapf(err, errFmtSetup, b.Description.Name)
+			}
+			if err := addStateRecorder(mgr, o.Options, b.Description.Managed); err != nil {
 				return errors.Wrapf(err, errFmtSetup, b.Description.Name)
 			}
 			return errors.Wrapf(b.Setup(mgr, o), errFmtSetup, b.Description.Name)
@@ -87,6 +96,28 @@ func Setup(mgr ctrl.Manager, o proxy.Options, backends []Backend) error {
 		}, gvks(b.Description)...)
 	}
 	return nil
+}
+
+// addStateRecorder adds crossplane-runtime's recorder of the
+// crossplane_managed_resource_{exists,ready,synced} gauges of kind, as
+// provider templates do in the setup of each managed resource kind: behind
+// the gate, so that it lists only a kind whose CRD is established. A zero
+// PollStateMetricInterval turns it off.
+func addStateRecorder(mgr ctrl.Manager, o controller.Options, kind schema.GroupVersionKind) error {
+	m := o.MetricOptions
+	if m == nil || m.MRStateMetrics == nil || m.PollStateMetricInterval <= 0 {
+		return nil
+	}
+	listKind := kind.GroupVersion().WithKind(kind.Kind + "List")
+	l, err := mgr.GetScheme().New(listKind)
+	if err != nil {
+		return errors.Wrapf(err, errFmtStateList, kind, listKind)
+	}
+	ml, ok := l.(resource.ManagedList)
+	if !ok {
+		return errors.Errorf(errFmtStateList, kind, listKind)
+	}
+	return errors.Wrapf(mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, m.MRStateMetrics, ml, m.PollStateMetricInterval)), errFmtStateAdded, kind)
 }
 
 // gvks are the kinds whose CRDs a backend's controllers need.

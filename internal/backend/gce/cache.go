@@ -14,6 +14,7 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
 
@@ -72,15 +73,17 @@ type listing struct {
 	at    time.Time
 	items map[string]proto.Message
 	err   error
-	done  chan struct{}
 }
 
 // partsCache holds the shared lists of one Backend.
 type partsCache struct {
 	ttl time.Duration
+	// calls makes concurrent callers share one list call.
+	calls singleflight.Group
+
 	mu  sync.Mutex
 	gen uint64
-	// lists are the latest listing of each key, perhaps still running.
+	// lists are the latest finished listing of each key.
 	lists map[listKey]*listing
 	// touched is the generation at which a write to a proxy's parts (by
 	// proxyKey) last ended.
@@ -123,28 +126,28 @@ func (c *partsCache) fresh(s spec, ls ...*listing) bool {
 }
 
 // get returns the listing of k, listing again with fetch when the last one
-// is older than the TTL or failed. Concurrent callers share one list call.
+// is older than the TTL or failed. Concurrent callers share one call (a
+// list's wait is bounded by the call timeout, not by each caller's ctx).
 func (c *partsCache) get(ctx context.Context, k listKey, now time.Time, fetch func(context.Context) (map[string]proto.Message, error)) (*listing, error) {
-	c.mu.Lock()
-	l := c.lists[k]
-	if l == nil || (l.finished() && (now.Sub(l.at) >= c.ttlOf(l) || now.Before(l.at))) {
+	v, _, _ := c.calls.Do(k.kind+"\x00"+k.scope+"\x00"+k.filter, func() (any, error) {
+		c.mu.Lock()
+		if l := c.lists[k]; l != nil && now.Sub(l.at) < c.ttlOf(l) && !now.Before(l.at) {
+			c.mu.Unlock()
+			return l, nil
+		}
 		c.gen++
-		l = &listing{gen: c.gen, at: now, done: make(chan struct{})}
-		c.lists[k] = l
+		l := &listing{gen: c.gen, at: now}
 		c.mu.Unlock()
 		// The list serves other proxies' Observes too: the caller's
 		// cancellation must not fail theirs (the call timeout bounds it).
 		l.items, l.err = fetch(context.WithoutCancel(ctx))
-		close(l.done)
-		return l, l.err
-	}
-	c.mu.Unlock()
-	select {
-	case <-l.done:
-		return l, l.err
-	case <-ctx.Done():
-		return nil, backend.Transient(ctx.Err())
-	}
+		c.mu.Lock()
+		c.lists[k] = l
+		c.mu.Unlock()
+		return l, nil
+	})
+	l := v.(*listing) //nolint:forcetypeassert // The call returns nothing else.
+	return l, l.err
 }
 
 // failedListTTL is how long a failed list answers the Observes that need
@@ -160,15 +163,6 @@ func (c *partsCache) ttlOf(l *listing) time.Duration {
 		return min(failedListTTL, c.ttl)
 	}
 	return c.ttl
-}
-
-func (l *listing) finished() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // proxyKey names the parts of a proxy in touched: its instance name, also

@@ -31,7 +31,6 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
-	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 const errFmtNewObject = "cannot make an object of kind %s"
@@ -176,7 +175,7 @@ func setupUsers(mgr ctrl.Manager, o controller.Options, g group, config schema.G
 	r := NewUsers(mgr.GetClient(), g, config, event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(phase.Options(options(o), mgr.GetLogger())).
+		WithOptions(options(o).ForControllerRuntime()).
 		For(obj, builder.WithPredicates(inUseChanged())).
 		Watches(mg, settled{h: toConfig(config), delay: usageSettle}, builder.WithPredicates(inUseChanged())).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))

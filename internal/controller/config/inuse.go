@@ -29,8 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/egressproxy/provider-egressproxy/internal/controller/phase"
 )
 
 // Finalizers that keep what a proxy needs to be deleted until it is
@@ -226,7 +224,7 @@ func setupInUse(mgr ctrl.Manager, o controller.Options) (*inUseController, error
 	r := &InUse{client: mgr.GetClient()}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(inUseControllerName).
-		WithOptions(phase.Options(options(o), mgr.GetLogger())).
+		WithOptions(options(o).ForControllerRuntime()).
 		WithEventFilter(inUseChanged()).
 		Watches(&corev1.Secret{}, toNamespace()).
 		Build(ratelimiter.NewReconciler(inUseControllerName, r, o.GlobalRateLimiter))

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
-	"github.com/egressproxy/provider-egressproxy/internal/apiwarning"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -143,7 +143,10 @@ func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, err
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = f.timeout
 	rc.UserAgent = "provider-egressproxy"
-	rc.WarningHandlerWithContext = apiwarning.NewLogger("target", p.Config)
+	// Every warning, remembering none: a target is any API server a
+	// namespaced ProviderConfig names, and what it sends must not grow the
+	// provider's memory.
+	rc.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{})
 	switch {
 	case rc.QPS != 0:
 	case f.rate > 0:
