@@ -82,6 +82,12 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:items:MaxLength=254
 	// +kubebuilder:validation:XValidation:rule="self.all(e, e.matches('^[a-z0-9._%+-]+@[a-z0-9.-]+$'))",message="spec.allowedServiceAccounts must hold service account e-mails such as proxy@my-project.iam.gserviceaccount.com"
 	AllowedServiceAccounts []string `json:"allowedServiceAccounts,omitempty"`
+
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -71,6 +71,12 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	// +kubebuilder:validation:items:Pattern=`^[^\s"'\\]+$`
 	AllowedImages []string `json:"allowedImages,omitempty"`
+
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true

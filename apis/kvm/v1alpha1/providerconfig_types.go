@@ -61,6 +61,12 @@ type ProviderConfigSpec struct {
 
 	// Credentials for the host.
 	Credentials Credentials `json:"credentials"`
+
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
 }
 
 // +kubebuilder:object:root=true
