@@ -1,0 +1,204 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package proxy_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+)
+
+// clusterConfig is a ClusterProviderConfig of the platform, its kubeconfig
+// in the platform's namespace.
+func clusterConfig(name, platformNS string, p v1alpha1.Policy) *v1alpha1.ClusterProviderConfig {
+	return &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ProviderConfigSpec{
+			Credentials: v1alpha1.Credentials{
+				Source: v1alpha1.CredentialsSourceSecret,
+				SecretRef: &commonv1alpha1.SecretKeySelector{
+					SecretReference: commonv1alpha1.SecretReference{Namespace: platformNS, Name: "kubeconfig"}, Key: "kubeconfig",
+				},
+			},
+			Policy: p,
+		},
+	}
+}
+
+// onCluster is a KubernetesProxy of a team using ClusterProviderConfig cpc.
+func onCluster(ns, name, cpc string) *v1alpha1.KubernetesProxy {
+	mg := kubernetesProxy(ns, name)
+	mg.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: cpc}
+	return mg
+}
+
+func synced(c client.Client, mg *v1alpha1.KubernetesProxy) (xpv2.Condition, error) {
+	return condition(c, client.ObjectKeyFromObject(mg), xpv2.TypeSynced)
+}
+
+// TestPolicyRefusesDirectResources: a team that writes a managed resource
+// itself, on the platform's ClusterProviderConfig, skips the composition
+// function's guardrails; the provider applies the config's policy (and its
+// safe defaults when it has none) before it creates anything, and says
+// which field breaks which rule on the resource's Synced condition.
+func TestPolicyRefusesDirectResources(t *testing.T) {
+	e := kube.Shared(t)
+	platform := e.Namespace(t, "platform")
+	team := e.Namespace(t, "policy")
+	k := newRecorder[params, obs]()
+	startProviders(t, e, k, nil)
+
+	open := "policy-open-" + team
+	selective := "policy-selective-" + team
+	createAll(t, e.Client, kubeconfigSecret(platform),
+		clusterConfig(open, platform, v1alpha1.Policy{}),
+		clusterConfig(selective, platform, v1alpha1.Policy{ProxyPolicy: commonv1alpha1.ProxyPolicy{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"egressproxy.io/lab": "true"}},
+		}}))
+
+	private := onCluster(team, "private", open)
+	private.Spec.ForProvider.DenyPrivateDestinations = ptr.To(false)
+	private.Spec.ForProvider.AllowedDestinations = []string{"10.0.0.0/8"}
+	unselected := onCluster(team, "unselected", selective)
+	within := onCluster(team, "within", open)
+	within.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}
+	createAll(t, e.Client, private, unselected, within)
+
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.KubernetesProxy
+		want   []string
+	}{
+		"PrivateDestinations": {
+			reason: "A config without a policy does not let a resource turn denyPrivateDestinations off and reach a private range.",
+			mg:     private,
+			want: []string{
+				fmt.Sprintf(`spec.forProvider.denyPrivateDestinations false is not allowed: ClusterProviderConfig %q spec.policy.allowedPrivateDestinations lists no private range the proxy may reach`, open),
+				fmt.Sprintf(`spec.forProvider.allowedDestinations[0] "10.0.0.0/8" is a private range not in ClusterProviderConfig %q spec.policy.allowedPrivateDestinations`, open),
+			},
+		},
+		"NamespaceNotSelected": {
+			reason: "A config whose namespaceSelector does not select the resource's namespace refuses it.",
+			mg:     unselected,
+			want:   []string{fmt.Sprintf(`namespace %q is not selected by ClusterProviderConfig %q spec.policy.namespaceSelector`, team, selective)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube.Eventually(t, "Synced=False naming the field and the rule", func() (bool, string) {
+				c, err := synced(e.Client, tc.mg)
+				ok := err == nil && c.Status == corev1.ConditionFalse && c.Reason == xpv2.ReasonReconcileError
+				for _, w := range tc.want {
+					ok = ok && strings.Contains(c.Message, w)
+				}
+				return ok, fmt.Sprint(c, err)
+			})
+		})
+	}
+
+	kube.Eventually(t, "the resource within the policy to be Ready", func() (bool, string) {
+		c, err := condition(e.Client, client.ObjectKeyFromObject(within), xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
+	})
+	for _, w := range k.writes(team) {
+		if w.name != k.writes(team)[0].name || w.op != "create" {
+			t.Errorf("only the resource within the policy may be created, got %+v", k.writes(team))
+		}
+	}
+	k.mu.Lock()
+	for _, c := range k.calls {
+		if c.namespace == team && c.name != k.calls[len(k.calls)-1].name && strings.Contains(c.name, "private") {
+			t.Errorf("the backend must not be called for a refused resource: %+v", c)
+		}
+	}
+	k.mu.Unlock()
+
+	// Labelling the namespace lets it use the selective config.
+	ns := &corev1.Namespace{}
+	if err := e.Client.Get(t.Context(), client.ObjectKey{Name: team}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.SetLabels(map[string]string{"egressproxy.io/lab": "true"})
+	if err := e.Client.Update(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	kube.Eventually(t, "the selected namespace's resource to be Ready", func() (bool, string) {
+		c, err := condition(e.Client, client.ObjectKeyFromObject(unselected), xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
+	})
+}
+
+// TestPolicyTightened: a policy changed to refuse a resource that already
+// runs surfaces on the resource, changes nothing on the backend, and still
+// lets the resource be deleted with its instance.
+func TestPolicyTightened(t *testing.T) {
+	e := kube.Shared(t)
+	platform := e.Namespace(t, "platform")
+	team := e.Namespace(t, "tightened")
+	k := newRecorder[params, obs]()
+	startProviders(t, e, k, nil)
+
+	name := "policy-tightened-" + team
+	cpc := clusterConfig(name, platform, v1alpha1.Policy{})
+	mg := onCluster(team, "web", name)
+	mg.Spec.ForProvider.AllowedConnectPorts = []int32{443, 22}
+	createAll(t, e.Client, kubeconfigSecret(platform), cpc, mg)
+	kube.Eventually(t, "Ready", func() (bool, string) {
+		c, err := condition(e.Client, client.ObjectKeyFromObject(mg), xpv2.TypeReady)
+		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
+	})
+
+	if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(cpc), cpc); err != nil {
+		t.Fatal(err)
+	}
+	cpc.Spec.Policy.AllowedConnectPorts = []int32{443}
+	if err := e.Client.Update(t.Context(), cpc); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`spec.forProvider.allowedConnectPorts[1] 22 is not in ClusterProviderConfig %q spec.policy.allowedConnectPorts [443]`, name)
+	kube.Eventually(t, "Synced=False naming the field and the rule", func() (bool, string) {
+		c, err := synced(e.Client, mg)
+		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
+	})
+	before := len(k.writes(team))
+
+	// A change of the refused resource is not applied either.
+	if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(mg), mg); err != nil {
+		t.Fatal(err)
+	}
+	mg.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}
+	if err := e.Client.Update(t.Context(), mg); err != nil {
+		t.Fatal(err)
+	}
+	kube.Eventually(t, "the changed resource to be refused again", func() (bool, string) {
+		got := &v1alpha1.KubernetesProxy{}
+		err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(mg), got)
+		c := got.GetCondition(xpv2.TypeSynced)
+		return err == nil && c.ObservedGeneration == got.GetGeneration() && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
+	})
+	if w := k.writes(team); len(w) != before {
+		t.Errorf("a refused resource must change nothing on the backend, got %+v", w[before:])
+	}
+
+	if err := e.Client.Delete(t.Context(), mg); err != nil {
+		t.Fatal(err)
+	}
+	kube.Eventually(t, "the refused resource to be gone", func() (bool, string) { return gone(e.Client, mg) })
+	if w := k.writes(team); len(w) == 0 || w[len(w)-1].op != "delete" {
+		t.Errorf("the instance of a refused resource must still be deleted, calls %+v", w)
+	}
+}
