@@ -35,16 +35,13 @@ type PolicyHolder interface {
 }
 
 // policyPaths name mg's proxy parameters and the policy of its config cfg
-// in messages: `ClusterProviderConfig "lab" spec.policy`.
+// in messages: `ClusterProviderConfig "lab" spec.policy`. ResolveConfig
+// resolved cfg from mg's reference, so mg has one.
 func policyPaths(mg resource.ModernManaged, cfg Config) policy.Paths {
-	kind := KindClusterProviderConfig
-	if cfg.SecretNamespace != "" {
-		kind = KindProviderConfig
+	return policy.Paths{
+		Proxy: "spec.forProvider",
+		Rules: fmt.Sprintf("%s %q spec.policy", mg.GetProviderConfigReference().Kind, cfg.Object.GetName()),
 	}
-	if ref := mg.GetProviderConfigReference(); ref != nil {
-		kind = ref.Kind
-	}
-	return policy.Paths{Proxy: "spec.forProvider", Rules: fmt.Sprintf("%s %q spec.policy", kind, cfg.Object.GetName())}
 }
 
 // CheckPolicy refuses mg, whose proxy allows p, when it breaks the policy
