@@ -44,16 +44,16 @@ func policyPaths(mg resource.ModernManaged, cfg Config) policy.Paths {
 	}
 }
 
-// CheckPolicy refuses mg, whose proxy allows p, when it breaks the policy
+// checkPolicy refuses mg, whose proxy allows p, when it breaks the policy
 // of its provider config cfg: its namespace is not selected, or p breaks a
 // rule common to every backend. The error names every field and rule
 // broken; it is permanent, as only a change of mg or of the policy
 // resolves it.
-func CheckPolicy(ctx context.Context, kube client.Client, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters) error {
+func checkPolicy(ctx context.Context, kube client.Client, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters) error {
 	at := policyPaths(mg, cfg)
 	h, ok := cfg.Object.(PolicyHolder)
 	if !ok {
-		// Never a policy that allows everything.
+		// Never a policy that allows everything (Setup refuses such kinds).
 		return backend.Permanent(errors.Errorf(errFmtNoPolicy, cfg.Object))
 	}
 	pol := h.GetProxyPolicy()
