@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package proxy_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -78,6 +79,7 @@ func TestPolicyRefusesDirectResources(t *testing.T) {
 	within := onCluster(team, "within", open)
 	within.Spec.ForProvider.AllowedDestinations = []string{"api.example.com"}
 	createAll(t, e.Client, private, unselected, within)
+	cleanUp(t, e, private, unselected, within)
 
 	cases := map[string]struct {
 		reason string
@@ -152,6 +154,7 @@ func TestPolicyTightened(t *testing.T) {
 	mg := onCluster(team, "web", name)
 	mg.Spec.ForProvider.AllowedConnectPorts = []int32{443, 22}
 	createAll(t, e.Client, kubeconfigSecret(platform), cpc, mg)
+	cleanUp(t, e, mg)
 	kube.Eventually(t, "Ready", func() (bool, string) {
 		c, err := condition(e.Client, client.ObjectKeyFromObject(mg), xpv2.TypeReady)
 		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
@@ -219,4 +222,21 @@ func calls(r *recorder[params, obs], ns string) int {
 		}
 	}
 	return n
+}
+
+// cleanUp deletes the resources when the test ends, while its manager still
+// runs, and waits until they are gone: the managers of later tests see
+// every namespace of the shared API server.
+func cleanUp(t *testing.T, e *kube.Env, mgs ...client.Object) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, mg := range mgs {
+			if err := e.Client.Delete(context.Background(), mg); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+		for _, mg := range mgs {
+			kube.Eventually(t, mg.GetName()+" to be gone", func() (bool, string) { return gone(e.Client, mg) })
+		}
+	})
 }
