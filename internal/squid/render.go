@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/egressproxy/provider-egressproxy/internal/policy"
 )
 
 // LogFormat is the name of the JSON access log format. Every line is one JSON
@@ -58,28 +60,10 @@ func metadataNames() []string {
 }
 
 // privateRanges are the destinations DenyPrivateDestinations refuses: the
-// IANA special-purpose ranges (RFC 6890 and its updates) that are not
-// globally reachable, and those that embed an IPv4 address a relay or
-// translator would reach on the proxy's behalf (NAT64, 6to4, Teredo in
-// 2001::/23). IPv4: "this network", RFC 1918, CGNAT, loopback, link-local
-// (the metadata server), IETF protocol assignments, the documentation and
-// benchmarking nets, the 6to4 relay anycast, multicast and reserved. IPv6:
-// ::/96 (unspecified, loopback and IPv4-compatible), NAT64 (64:ff9b::/96
-// and the local-use 64:ff9b:1::/48), discard-only, IETF protocol
-// assignments, documentation, 6to4, SRv6 SIDs, ULA, link-local, the old
-// site-local and multicast. No range overlaps another, which squid would
-// warn about. IPv4-mapped IPv6 (::ffff:0:0/96) is left out on purpose:
-// squid stores IPv4 addresses in that form, so it would match every IPv4
-// host; the IPv4 ranges cover those addresses anyway.
-func privateRanges() []string {
-	return []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
-		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		"::/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
-		"2002::/16", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-	}
-}
+// special-purpose ranges the platform's policy governs (see package policy,
+// which explains each), so the proxy and the policy agree on what is
+// private.
+func privateRanges() []string { return policy.PrivateRanges() }
 
 type lines struct{ b *bytes.Buffer }
 

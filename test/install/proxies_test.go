@@ -432,7 +432,7 @@ func assertProviderIdentity(ctx context.Context, t *testing.T, w *workloads, sas
 		bound(b.Subjects, b.RoleRef, b.Namespace+": ")
 	}
 	sort.Strings(roles)
-	wantRoles := []string{"ClusterRole crossplane:provider:" + w.ProviderRevision() + ":system", "ClusterRole " + roleInjectedIdentity}
+	wantRoles := []string{"ClusterRole crossplane:provider:" + w.ProviderRevision() + ":system", "ClusterRole " + roleInjectedIdentity, "ClusterRole " + pkgruntime.RoleNamespaces}
 	sort.Strings(wantRoles)
 	if diff := cmp.Diff(wantRoles, roles); diff != "" {
 		t.Errorf("roles bound to the provider's ServiceAccount: -want, +got:\n%s", diff)

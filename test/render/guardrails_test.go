@@ -76,6 +76,7 @@ func TestValidateRejectsGuardrails(t *testing.T) {
 		"guardrails": map[string]any{
 			"allowedDestinationSuffixes": []any{"Bad_Domain"},
 			"forbiddenDestinationCIDRs":  []any{"169.254.0.0"},
+			"allowedPrivateDestinations": []any{"10.0.0.0"},
 			"maxClientCIDRPrefix":        map[string]any{"ipv4": 33, "ipv6": 129},
 			"allowedConnectPorts":        []any{0},
 			"allowedHTTPPorts":           []any{70000},
@@ -88,7 +89,8 @@ func TestValidateRejectsGuardrails(t *testing.T) {
 	}
 	for _, want := range []string{
 		`guardrails.allowedDestinationSuffixes[0]: Invalid value: "Bad_Domain"`,
-		`guardrails.forbiddenDestinationCIDRs[0]: Invalid value: "169.254.0.0": guardrails.forbiddenDestinationCIDRs entries must be CIDRs`,
+		`guardrails.forbiddenDestinationCIDRs[0]: Invalid value: "169.254.0.0": forbiddenDestinationCIDRs entries must be CIDRs`,
+		`guardrails.allowedPrivateDestinations[0]: Invalid value: "10.0.0.0": allowedPrivateDestinations entries must be CIDRs`,
 		`guardrails.maxClientCIDRPrefix.ipv4: Invalid value: 33`,
 		`guardrails.maxClientCIDRPrefix.ipv6: Invalid value: 129`,
 		`guardrails.allowedConnectPorts[0]: Invalid value: 0`,

@@ -6,10 +6,17 @@ SPDX-License-Identifier: Apache-2.0
 
 package v1alpha1
 
+import (
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+)
+
 // Policy is what a provider config lets the proxies that use it ask for.
 // The provider enforces it in Observe, Create and Update of every GCPProxy,
 // composed or written directly.
 type Policy struct {
+	// The rules common to every backend.
+	commonv1alpha1.ProxyPolicy `json:",inline"`
+
 	// GCP rules of the GCPProxies that use this config. Absent, or any list
 	// left empty, means the safe default of that list.
 	// +optional
@@ -92,4 +99,14 @@ type GCPPolicy struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`
 	Addresses []string `json:"addresses,omitempty"`
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ClusterProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
 }

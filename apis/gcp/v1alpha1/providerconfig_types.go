@@ -83,8 +83,9 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(e, e.matches('^[a-z0-9._%+-]+@[a-z0-9.-]+$'))",message="spec.allowedServiceAccounts must hold service account e-mails such as proxy@my-project.iam.gserviceaccount.com"
 	AllowedServiceAccounts []string `json:"allowedServiceAccounts,omitempty"`
 
-	// Policy is what the proxies using this config may ask for. Without
-	// one, only what is safe for an untrusted team is allowed.
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
 	// +optional
 	Policy Policy `json:"policy,omitempty"`
 }

@@ -8,6 +8,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 )
 
 // Policy is what a provider config lets the proxies that use it ask for.
@@ -15,6 +17,9 @@ import (
 // KubernetesProxy, composed or written directly. The namespaces and images
 // a proxy may use are spec.allowedNamespaces and spec.allowedImages.
 type Policy struct {
+	// The rules common to every backend.
+	commonv1alpha1.ProxyPolicy `json:",inline"`
+
 	// Kubernetes rules of the KubernetesProxies that use this config.
 	// Absent, or any field left empty, means the safe default of that
 	// field.
@@ -75,4 +80,14 @@ type KubernetesPolicy struct {
 	// resource not named here may not be requested at all.
 	// +optional
 	MaxResources corev1.ResourceList `json:"maxResources,omitempty"`
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ClusterProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
 }

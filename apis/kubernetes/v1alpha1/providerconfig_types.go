@@ -72,9 +72,9 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[^\s"'\\]+$`
 	AllowedImages []string `json:"allowedImages,omitempty"`
 
-	// Policy is what the proxies using this config may ask for, besides
-	// their namespace and image. Without one, only what is safe for an
-	// untrusted team is allowed.
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
 	// +optional
 	Policy Policy `json:"policy,omitempty"`
 }

@@ -6,10 +6,17 @@ SPDX-License-Identifier: Apache-2.0
 
 package v1alpha1
 
+import (
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+)
+
 // Policy is what the platform allows the proxies that use a provider
 // config. The provider enforces it for every KVMProxy, composed or written
 // directly, in Observe, Create and Update.
 type Policy struct {
+	// The rules common to every backend.
+	commonv1alpha1.ProxyPolicy `json:",inline"`
+
 	// KVM holds the rules of the kvm backend. Unset, every rule has its
 	// default: the safe choice for an untrusted team.
 	// +optional
@@ -82,4 +89,14 @@ type KVMPolicy struct {
 	// platform's host, on its network. Default false.
 	// +optional
 	AllowUserData bool `json:"allowUserData,omitempty"`
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
+}
+
+// GetProxyPolicy returns the rules common to every backend.
+func (pc *ClusterProviderConfig) GetProxyPolicy() *commonv1alpha1.ProxyPolicy {
+	return &pc.Spec.Policy.ProxyPolicy
 }

@@ -62,8 +62,9 @@ type ProviderConfigSpec struct {
 	// Credentials for the host.
 	Credentials Credentials `json:"credentials"`
 
-	// Policy is what the platform allows the proxies that use this config;
-	// the provider enforces it. Unset, the defaults hold (see KVMPolicy).
+	// Policy is the platform's rules for the proxies that use this config,
+	// enforced by the provider for every managed resource, written directly
+	// or composed. Absent, the safe defaults hold: no private destination.
 	// +optional
 	Policy Policy `json:"policy,omitempty"`
 }

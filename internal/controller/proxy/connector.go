@@ -10,6 +10,7 @@ import (
 	"context"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,6 +76,15 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	cfg, err := ResolveConfig(ctx, c.kube, mg, pc, cpc)
 	if err != nil {
 		return nil, err
+	}
+	// Checked on every connect, so nothing is created or changed for a
+	// resource the policy refuses, and one that breaks a policy changed
+	// since says so. A resource being deleted is not checked: whatever it
+	// made must still go.
+	if !meta.WasDeleted(mg) {
+		if err := checkPolicy(ctx, c.kube, mg, cfg, c.kind.Proxy(mg)); err != nil {
+			return nil, err
+		}
 	}
 	if c.newBackend == nil {
 		return nil, backend.Permanent(errors.Errorf(errFmtNoBackend, c.backendName))

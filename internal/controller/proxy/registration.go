@@ -31,6 +31,7 @@ const (
 	errAddHealth         = "cannot add the health reporter"
 	errConfigSpec        = "cannot read the spec of the provider config"
 	errFmtNewObject      = "cannot make an object of kind %s"
+	errFmtNoPolicyKind   = "provider config kind %s carries no policy (GetProxyPolicy)"
 	errFmtCredentialsKey = "the key of generated passwords must hold at least %d bytes"
 )
 
@@ -103,6 +104,11 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 	for _, gvk := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig(), registry.ListOf(b.ProviderConfig()), registry.ListOf(b.ClusterProviderConfig()), registry.ListOf(b.Managed)} {
 		if !s.Recognizes(gvk) {
 			return errors.Errorf(errFmtNewObject, gvk)
+		}
+	}
+	for _, gvk := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig()} {
+		if _, ok := mustNew[client.Object](s, gvk).(PolicyHolder); !ok {
+			return errors.Errorf(errFmtNoPolicyKind, gvk)
 		}
 	}
 	conn := NewConnector(ConnectorConfig[M, P, O]{

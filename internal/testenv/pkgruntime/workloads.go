@@ -35,10 +35,12 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
-// RoleInjectedIdentity is the ClusterRole this project ships for the
-// provider, beside the one Crossplane's RBAC manager makes
-// (examples/rbac/provider-egressproxy.yaml).
-const RoleInjectedIdentity = "provider-egressproxy:kubernetes-injected-identity"
+// The ClusterRoles this project ships for the provider, beside the one
+// Crossplane's RBAC manager makes (examples/rbac/provider-egressproxy.yaml).
+const (
+	RoleInjectedIdentity = "provider-egressproxy:kubernetes-injected-identity"
+	RoleNamespaces       = "provider-egressproxy:namespaces"
+)
 
 const (
 	errFmtTLSSecret   = "the runtime hook did not make %s"
@@ -51,14 +53,14 @@ const (
 	errFmtReadyz      = "readyz: %s"
 	errFmtRole        = "cannot create ClusterRole %s"
 	errFmtBind        = "cannot bind ClusterRole %s"
-	errFmtExtraRoles  = "examples/rbac/provider-egressproxy.yaml: want the ClusterRole %s, got %d ClusterRoles"
+	errFmtExtraRoles  = "examples/rbac/provider-egressproxy.yaml: want %d ClusterRoles, got %d"
 	errReadExtraRoles = "cannot read examples/rbac/provider-egressproxy.yaml"
 	errClientset      = "cannot create a clientset"
 
 	startTimeout = 60 * time.Second
 	tokenSeconds = 3600
 	// extraRoles is how many ClusterRoles examples/rbac ships.
-	extraRoles = 1
+	extraRoles = 2
 )
 
 // A Process is one the harness runs.
@@ -386,7 +388,7 @@ func ApplyExtraRoles(ctx context.Context, c client.Client) error {
 		n++
 	}
 	if n != extraRoles {
-		return errors.Errorf(errFmtExtraRoles, RoleInjectedIdentity, n)
+		return errors.Errorf(errFmtExtraRoles, extraRoles, n)
 	}
 	return nil
 }
@@ -394,7 +396,7 @@ func ApplyExtraRoles(ctx context.Context, c client.Client) error {
 // BindExtraRoles binds the ClusterRoles of examples/rbac to the provider's
 // ServiceAccounts sas, replacing earlier subjects: the platform team's part.
 func BindExtraRoles(ctx context.Context, c client.Client, sas ...string) error {
-	for _, role := range []string{RoleInjectedIdentity} {
+	for _, role := range []string{RoleInjectedIdentity, RoleNamespaces} {
 		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}}
 		_, err := controllerutil.CreateOrUpdate(ctx, c, b, func() error {
 			b.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}

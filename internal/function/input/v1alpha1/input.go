@@ -8,6 +8,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 )
 
 // Input type metadata.
@@ -75,75 +77,19 @@ type Input struct {
 	// more gets WithinGuardrails=False naming the field and the rule, and
 	// nothing new is composed for it: a proxy composed before keeps its
 	// last configuration. Absent, a claim may ask for anything its schema
-	// allows.
+	// allows; its proxy still denies private destinations, which a claim
+	// cannot turn off.
 	// +optional
 	Guardrails *Guardrails `json:"guardrails,omitempty"`
 }
 
-// Guardrails are the platform team's limits on a claim. Each rule that is
-// absent or empty does not restrict anything.
+// Guardrails are the platform team's limits on a claim: the rules a
+// provider config's spec.policy holds, but for namespaceSelector (who may
+// use a Composition is the XRD's RBAC), checked by the same code, so a
+// claim is refused with the provider's message. Each rule that is absent or
+// empty restricts nothing.
 type Guardrails struct {
-	// AllowedDestinationSuffixes are the only domains a claim's host name
-	// destinations may be in: example.com (or .example.com) allows
-	// example.com, api.example.com and .api.example.com. CIDR and IP
-	// address destinations are not names: forbiddenDestinationCIDRs governs
-	// them, and forbidding 0.0.0.0/0 and ::/0 allows names only.
-	// +optional
-	// +kubebuilder:validation:MaxItems=256
-	// +listType=set
-	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:Pattern=`^[.]?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?([.][a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`
-	AllowedDestinationSuffixes []string `json:"allowedDestinationSuffixes,omitempty"`
-
-	// ForbiddenDestinationCIDRs are networks a claim's destinations may not
-	// overlap: a CIDR or IP address destination inside one, or wider than
-	// one, is forbidden. Forbid 0.0.0.0/0 and ::/0 to allow host names
-	// only, 169.254.0.0/16 to keep cloud metadata out of reach.
-	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	// +listType=set
-	// +kubebuilder:validation:items:MaxLength=43
-	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="guardrails.forbiddenDestinationCIDRs entries must be CIDRs such as 169.254.0.0/16"
-	ForbiddenDestinationCIDRs []string `json:"forbiddenDestinationCIDRs,omitempty"`
-
-	// MaxClientCIDRPrefix is the widest client network a claim may allow,
-	// as the shortest prefix length per IP family: with ipv4 16 a claim
-	// may allow 10.1.0.0/16 but not 10.0.0.0/8.
-	// +optional
-	MaxClientCIDRPrefix *CIDRPrefixLengths `json:"maxClientCIDRPrefix,omitempty"`
-
-	// AllowedConnectPorts are the only ports a claim's allowedConnectPorts
-	// may hold.
-	// +optional
-	// +kubebuilder:validation:MaxItems=32
-	// +listType=set
-	// +kubebuilder:validation:items:Minimum=1
-	// +kubebuilder:validation:items:Maximum=65535
-	AllowedConnectPorts []int32 `json:"allowedConnectPorts,omitempty"`
-
-	// AllowedHTTPPorts are the only ports a claim's allowedHTTPPorts may
-	// hold.
-	// +optional
-	// +kubebuilder:validation:MaxItems=32
-	// +listType=set
-	// +kubebuilder:validation:items:Minimum=1
-	// +kubebuilder:validation:items:Maximum=65535
-	AllowedHTTPPorts []int32 `json:"allowedHTTPPorts,omitempty"`
-}
-
-// CIDRPrefixLengths are prefix lengths per IP family.
-type CIDRPrefixLengths struct {
-	// IPv4 prefix length, 0 to 32.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=32
-	IPv4 *int32 `json:"ipv4,omitempty"`
-
-	// IPv6 prefix length, 0 to 128.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=128
-	IPv6 *int32 `json:"ipv6,omitempty"`
+	commonv1alpha1.ProxyRules `json:",inline"`
 }
 
 // A ProviderConfigReference names a ProviderConfig in the claim's namespace
