@@ -58,6 +58,11 @@ func WithCallTimeout(d time.Duration) FactoryOption {
 	return func(f *factory) { f.timeout = d }
 }
 
+// WithDeletions closes the backend of a config when it is deleted.
+func WithDeletions(d *proxy.Deletions) FactoryOption {
+	return func(f *factory) { f.cache.ForgetOn(d) }
+}
+
 // WithDefaultCredentials replaces application default credentials: the
 // InjectedIdentity source uses them, and ImpersonateServiceAccount
 // impersonates with them. For tests and for `make dev`, outside GCP.

@@ -61,6 +61,11 @@ func WithReconcileRate(r int) FactoryOption {
 	return func(f *factory) { f.rate = r }
 }
 
+// WithDeletions closes the backend of a config when it is deleted.
+func WithDeletions(d *proxy.Deletions) FactoryOption {
+	return func(f *factory) { f.cache.ForgetOn(d) }
+}
+
 // WithCallTimeout bounds every call to a target cluster.
 func WithCallTimeout(d time.Duration) FactoryOption {
 	return func(f *factory) { f.timeout = d }

@@ -39,7 +39,14 @@ const (
 // provider's own sockets (dialer.CheckNamespaced). opts are passed to every backend, e.g.
 // libvirt.WithBootDevices in tests.
 func NewFactory(opts ...libvirt.Option) BackendFactory {
+	return newFactory(nil, opts...)
+}
+
+// newFactory is NewFactory that closes the backend of a config d reports
+// deleted.
+func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 	cache := proxy.NewClientCache[*libvirt.Backend]()
+	cache.ForgetOn(d)
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 		if err != nil {
