@@ -7,9 +7,12 @@ SPDX-License-Identifier: Apache-2.0
 package gcpproxy
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +109,24 @@ func TestFactoryErrors(t *testing.T) {
 			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope"}`,
 			cfg:    config("", secretCreds()),
 			msg:    "cannot load the service account key in Secret team-a/gcp-key key key.json",
+		},
+		"ForeignTokenURI": {
+			reason: "The provider posts to a key's token_uri from its pod: only Google's is accepted.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "http://169.254.169.254/computeMetadata/v1/"}`,
+			cfg:    config("", secretCreds()),
+			msg:    `names token_uri "http://169.254.169.254/computeMetadata/v1/": only https://oauth2.googleapis.com/token`,
+		},
+		"TokenURIOtherHost": {
+			reason: "With spec.endpoint set, a token_uri on another host is still refused.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "https://token.example.com/token"}`,
+			cfg:    config("https://compute.example.com", secretCreds()),
+			msg:    `names token_uri "https://token.example.com/token"`,
+		},
+		"ForeignUniverse": {
+			reason: "A universe_domain makes the client call compute.<domain>: only Google's is accepted.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "universe_domain": "example.com"}`,
+			cfg:    config("", secretCreds()),
+			msg:    `names universe_domain "example.com"`,
 		},
 		"NoSecretRef": {
 			reason: "Source Secret without a secretRef is Permanent.",
@@ -212,6 +233,35 @@ func TestFactoryServiceAccountKey(t *testing.T) {
 	_, err = rotated.Observe(t.Context(), d)
 	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "invalid_grant") {
 		t.Errorf("Observe with an untrusted key = %v (class %s), want Permanent invalid_grant", err, backend.ClassOf(err))
+	}
+}
+
+// TestFactoryForeignTokenURI shows a working key whose token_uri names a
+// server of the team's choosing refused before the provider posts to it:
+// the server sees no request, and no answer of its reaches a condition.
+func TestFactoryForeignTokenURI(t *testing.T) {
+	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	var posts atomic.Int64
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posts.Add(1)
+		http.Error(w, "what the metadata server said", http.StatusBadRequest)
+	}))
+	t.Cleanup(foreign.Close)
+	key, err := s.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = []byte(strings.ReplaceAll(string(key), s.URL()+"/token", foreign.URL+"/token"))
+	b, err := NewFactory(WithCallTimeout(10*time.Second))(t.Context(), control(t, key), config(s.URL(), secretCreds()))
+	if err == nil {
+		// Today's provider: the first call fetches a token.
+		_, err = b.Observe(t.Context(), desired())
+	}
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "names token_uri") {
+		t.Errorf("a key with a foreign token_uri: got %v, want a Permanent refusal naming token_uri", err)
+	}
+	if n := posts.Load(); n != 0 {
+		t.Errorf("the provider posted %d times to the key's token_uri", n)
 	}
 }
 
