@@ -116,6 +116,9 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
+		return nil, err
+	}
 	if err := checkEndpoint(spec.Endpoint); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,13 @@ func config(endpoint string, creds v1alpha1.Credentials) proxy.Config {
 	}
 }
 
+// clusterConfig is config as a ClusterProviderConfig, which alone may use
+// the provider's own identity.
+func clusterConfig(endpoint string, creds v1alpha1.Credentials) proxy.Config {
+	pc := config(endpoint, creds).Object.(*v1alpha1.ProviderConfig)
+	return proxy.Config{Object: &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gcp", UID: "cpc-uid", Generation: 1}, Spec: pc.Spec}}
+}
+
 func secretCreds() v1alpha1.Credentials {
 	return v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: keyRef()}
 }
@@ -128,6 +135,17 @@ func TestFactoryErrors(t *testing.T) {
 			cfg:    config("", secretCreds()),
 			msg:    `names universe_domain "example.com"`,
 		},
+		"NamespacedInjected": {
+			reason: "A namespaced ProviderConfig may not use the provider's own identity (checked in Go, not by admission alone).",
+			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}),
+			msg:    `spec.credentials.source "InjectedIdentity": a namespaced ProviderConfig must use Secret`,
+		},
+		"NamespacedImpersonate": {
+			reason: "Impersonation runs on the provider's own identity too.",
+			cfg: config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount,
+				ImpersonateServiceAccount: &v1alpha1.ImpersonateServiceAccount{Name: "platform@p.iam.gserviceaccount.com"}}),
+			msg: `spec.credentials.source "ImpersonateServiceAccount": a namespaced ProviderConfig must use Secret`,
+		},
 		"NoSecretRef": {
 			reason: "Source Secret without a secretRef is Permanent.",
 			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret}),
@@ -149,12 +167,12 @@ func TestFactoryErrors(t *testing.T) {
 		},
 		"NoImpersonationTarget": {
 			reason: "ImpersonateServiceAccount needs a name.",
-			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount}),
+			cfg:    clusterConfig("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount}),
 			msg:    errNoImpersonate,
 		},
 		"UnknownSource": {
 			reason: "An unknown source is Permanent.",
-			cfg:    config("", v1alpha1.Credentials{Source: "Magic"}),
+			cfg:    clusterConfig("", v1alpha1.Credentials{Source: "Magic"}),
 			msg:    `unknown credentials.source "Magic"`,
 		},
 	}
@@ -279,7 +297,7 @@ func TestFactoryInjectedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
-	cfg := config(s.URL(), v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity})
+	cfg := clusterConfig(s.URL(), v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity})
 	b, err := NewFactory()(t.Context(), control(t, nil), cfg)
 	if err != nil {
 		t.Fatalf("factory: %v", err)

@@ -94,6 +94,9 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
+		return nil, err
+	}
 	// The generation is part of the cache key, so a changed allowlist
 	// rebuilds the backend with the new policy.
 	key := cfg.CacheKey()

@@ -52,6 +52,9 @@ func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 		if err != nil {
 			return nil, err
 		}
+		if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
+			return nil, err
+		}
 		t := dialer.Target{URI: spec.URI}
 		if spec.SocketPath != nil {
 			t.SocketPath = *spec.SocketPath
@@ -70,6 +73,7 @@ func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 		if _, ok := cfg.Object.(*v1alpha1.ProviderConfig); ok {
 			// A team's config reaches only remote hosts, with its own
 			// credentials; admission checks the spec, this what is dialled.
+			t.Namespaced = true
 			if err := dialer.CheckNamespaced(t); err != nil {
 				return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
 			}

@@ -40,6 +40,7 @@ type sshDialer struct {
 	// timeout bounds the whole dial: connect, handshake and opening the
 	// remote socket (DialTimeout).
 	timeout time.Duration
+	net     *net.Dialer
 }
 
 func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
@@ -77,6 +78,7 @@ func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
 			HostKeyAlgorithms: algos,
 		},
 		timeout: DialTimeout,
+		net:     t.netDialer(),
 	}, nil
 }
 
@@ -85,7 +87,7 @@ func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
 // sends a banner, or never answers the channel request, held the dial, its
 // goroutine and its socket forever. A deadline on the socket bounds it all.
 func (s *sshDialer) Dial() (net.Conn, error) {
-	tcp, err := net.DialTimeout("tcp", s.addr, s.timeout)
+	tcp, err := s.net.Dial("tcp", s.addr)
 	if err != nil {
 		return nil, errors.Wrap(err, errSSHDial)
 	}
