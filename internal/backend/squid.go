@@ -56,10 +56,11 @@ func SquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
 // generated is 32 characters drawn at random from 57 (~186 bits), which no
 // work factor makes harder to find, so it gets bcrypt.MinCost (~1 ms to
 // hash instead of ~60 ms, which at 1000 new proxies was most of the
-// provider's CPU). A password a person chose keeps bcrypt.DefaultCost.
+// provider's CPU). A password a person chose gets squid.MaxCost, the
+// highest cost a Verifier compares.
 func HtpasswdCost(c Credentials) int {
 	if c.Generated {
 		return bcrypt.MinCost
 	}
-	return bcrypt.DefaultCost
+	return squid.MaxCost
 }

@@ -39,7 +39,7 @@ const (
 	reasonWildcard    = "wildcards are written as a leading dot (.example.com matches example.com and its subdomains)"
 	reasonTrailingDot = "must not end with a dot"
 	reasonLabel       = "label %q is not an RFC 1123 label (1-63 letters, digits or '-', not starting or ending with '-')"
-	reasonNumericTLD  = "ends in a numeric label, which looks like a malformed IP address"
+	reasonNumericTLD  = "ends in a numeric label, which resolvers read as an IP address"
 )
 
 // validate checks every field of c and returns its normalised form. Each
@@ -241,10 +241,23 @@ func parseHostname(field, v string) (string, error) {
 			return "", valueError(field, v, fmt.Sprintf(reasonLabel, l))
 		}
 	}
-	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+	if endsInNumber(labels[len(labels)-1]) {
 		return "", valueError(field, v, reasonNumericTLD)
 	}
 	return strings.ToLower(v), nil
+}
+
+// endsInNumber reports whether the last label of a name is a number in
+// decimal, octal or hex (0x): resolvers (inet_aton), curl and browsers read
+// such a name as an IPv4 address (0x08080808, 134744072, 127.1, 010.0.0.1),
+// which a name in the allowlist would let past the checks of addresses.
+// It is the WHATWG URL host parser's test.
+func endsInNumber(label string) bool {
+	l := strings.ToLower(label)
+	if h, ok := strings.CutPrefix(l, "0x"); ok {
+		return strings.Trim(h, "0123456789abcdef") == ""
+	}
+	return strings.Trim(l, "0123456789") == ""
 }
 
 func isLabel(l string) bool {

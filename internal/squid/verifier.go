@@ -23,6 +23,15 @@ import (
 // (plus a rotation in flight) at a few thousand proxies, ~100 KiB.
 const DefaultMaxVerified = 4096
 
+// MaxCost is the highest bcrypt cost a Verifier compares: the highest the
+// provider writes (backend.HtpasswdCost). A file it did not write, at a
+// cost someone else chose, is not compared: each step of cost doubles the
+// work, and at 31 one comparison takes days of CPU that cannot be
+// interrupted. Such a file only "does not accept the credentials", so the
+// provider writes its own in its place. At this cost a comparison takes
+// ~60 ms, which bounds every one of them.
+const MaxCost = bcrypt.DefaultCost
+
 // A Verifier checks htpasswd files against passwords and remembers its
 // answers, so that an unchanged (hash, password) pair costs one bcrypt
 // comparison per process instead of one per Observe (~60 ms at cost 10). A
@@ -122,6 +131,10 @@ func (v *Verifier) matches(hash, password string) bool {
 	v.mu.Unlock()
 	if known {
 		return ok
+	}
+	// bcrypt.Cost only parses the hash's prefix.
+	if cost, err := bcrypt.Cost([]byte(hash)); err != nil || cost > MaxCost {
+		return false
 	}
 	// Compare unlocked: two proxies must not wait on each other's bcrypt.
 	// A comparison is deterministic, so a mismatch is remembered too.

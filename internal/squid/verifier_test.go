@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
@@ -101,13 +102,55 @@ func TestVerifierBounded(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 100 {
-				v.HtpasswdMatches([]byte(fmt.Sprintf("u:hash-%d-%d\n", g, i)), "u", "p")
+				// Distinct hashes of a cost the Verifier compares.
+				v.HtpasswdMatches([]byte(fmt.Sprintf("u:$2y$04$%053d\n", g*1000+i)), "u", "p")
 			}
 		})
 	}
 	wg.Wait()
 	if got := v.size(); got > 8 {
 		t.Errorf("remembered %d answers, want at most 8", got)
+	}
+}
+
+func TestVerifierOutsiderCost(t *testing.T) {
+	const user, password = "team-a", "secret-a"
+	above, err := newHtpasswd(user, password, MaxCost+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		file   []byte
+	}{
+		"Cost31": {
+			reason: "A hash at cost 31 (as a team can write into its Secret) takes days of CPU to compare: it is not compared.",
+			file:   []byte(user + ":$2y$31$abcdefghijklmnopqrstuuKy1ot2y4BDhYMg8LWLmGkdMjtkBPNjW\n"),
+		},
+		"AboveProviderCost": {
+			reason: "A hash of the right password above the cost the provider writes was not written by it: it does not match, uncompared.",
+			file:   above,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var n atomic.Int64
+			v := NewVerifier(counting(&n))
+			done := make(chan bool, 1)
+			go func() { done <- v.HtpasswdMatches(tc.file, user, password) }()
+			select {
+			case got := <-done:
+				if got {
+					t.Errorf("\n%s\nHtpasswdMatches(...) = true, want false", tc.reason)
+				}
+			case <-time.After(500 * time.Millisecond):
+				// The comparison keeps a core busy until the test binary exits.
+				t.Fatalf("\n%s\nHtpasswdMatches(...) still running after 500ms", tc.reason)
+			}
+			if got := n.Load(); got != 0 {
+				t.Errorf("\n%s\ncomparisons = %d, want 0", tc.reason, got)
+			}
+		})
 	}
 }
 

@@ -44,7 +44,7 @@ type ProxyParameters struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=set
 	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self) || self.matches('^[.]?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?([.][a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$')",message="allowedDestinations entries must be a lower-case host name (api.example.com), a suffix wildcard (.example.com) or a CIDR (203.0.113.0/24)"
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self) || isIP(self) || (self.matches('^[.]?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?([.][a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$') && !self.matches('(^|[.])(0x[0-9a-f]*|[0-9]+)$'))",message="allowedDestinations entries must be a lower-case host name (api.example.com), a suffix wildcard (.example.com), an IP address or a CIDR (203.0.113.0/24); a name must not end in a number (0x08080808, 134744072 and 127.1 are addresses)"
 	AllowedDestinations []string `json:"allowedDestinations,omitempty"`
 
 	// AllowedConnectPorts are the only destination ports CONNECT (HTTPS

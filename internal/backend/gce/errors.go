@@ -8,7 +8,9 @@ package gce
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"cloud.google.com/go/auth"
@@ -21,6 +23,7 @@ import (
 
 const (
 	errFmtOperation = "the %s operation on %s failed: %s"
+	errFmtToken     = "cannot fetch an access token: HTTP %d%s"
 )
 
 // Reasons of googleapi.Error.Errors[] that decide a class.
@@ -131,7 +134,13 @@ func classify(err error) error {
 	// pass.
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		if ae.Response == nil || ae.Temporary() {
+		if ae.Response == nil {
+			return backend.Transient(err)
+		}
+		// The token endpoint's answer is not quoted: it lands in
+		// conditions, and its body is the endpoint's to choose.
+		err = tokenError(ae)
+		if ae.Temporary() {
 			return backend.Transient(err)
 		}
 		return backend.Permanent(err)
@@ -142,6 +151,23 @@ func classify(err error) error {
 	}
 	return withClass(httpClass(ge.Code, reasonsOf(ge)), err)
 }
+
+// tokenError is what a refusal of the token endpoint says: its status, and
+// its OAuth error code (RFC 6749 5.2) when it is one, never its body.
+func tokenError(ae *auth.Error) error {
+	var body struct {
+		Code string `json:"error"`
+	}
+	code := ""
+	if json.Unmarshal(ae.Body, &body) == nil && oauthCode.MatchString(body.Code) {
+		code = " " + body.Code
+	}
+	return errors.Errorf(errFmtToken, ae.Response.StatusCode, code)
+}
+
+// oauthCode matches the error codes RFC 6749 defines, and extensions' of
+// the same shape.
+var oauthCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
 // classifyMutation classifies the error of an insert or patch, where a 404
 // means that something the request refers to (the zone, the project, the

@@ -8,8 +8,11 @@ package gce
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"testing"
 
+	"cloud.google.com/go/auth"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/google/go-cmp/cmp"
@@ -64,6 +67,58 @@ func TestClassify(t *testing.T) {
 	}
 	if got := backend.ClassOf(classifyMutation(apiErr(404, "notFound"))); got != backend.ClassPermanent {
 		t.Errorf("a 404 from an insert must be Permanent, got %s", got)
+	}
+}
+
+// TestClassifyTokenError shows a token endpoint's refusal reported by its
+// status and OAuth error code, never its body: the message lands in the
+// resource's conditions, and the body is whatever the endpoint wrote.
+func TestClassifyTokenError(t *testing.T) {
+	refusal := func(status int, body string) error {
+		// As an http.Client wraps the token provider's error.
+		return &url.Error{Op: "Post", URL: "https://compute.googleapis.com/x", Err: &auth.Error{Response: &http.Response{StatusCode: status}, Body: []byte(body)}}
+	}
+	cases := map[string]struct {
+		reason string
+		err    error
+		want   string
+		class  backend.Class
+	}{
+		"InvalidGrant": {
+			reason: "A refused key is Permanent, with its OAuth code and no description.",
+			err:    refusal(400, `{"error": "invalid_grant", "error_description": "metadata: SECRET"}`),
+			want:   "cannot fetch an access token: HTTP 400 invalid_grant",
+			class:  backend.ClassPermanent,
+		},
+		"Page": {
+			reason: "A body that is not an OAuth error is not quoted at all.",
+			err:    refusal(403, `<html>SECRET</html>`),
+			want:   "cannot fetch an access token: HTTP 403",
+			class:  backend.ClassPermanent,
+		},
+		"CodeNotACode": {
+			reason: "An error field that is not a code's shape is not quoted.",
+			err:    refusal(400, `{"error": "SECRET data"}`),
+			want:   "cannot fetch an access token: HTTP 400",
+			class:  backend.ClassPermanent,
+		},
+		"Unavailable": {
+			reason: "A 503 passes, and says no more.",
+			err:    refusal(503, `SECRET`),
+			want:   "cannot fetch an access token: HTTP 503",
+			class:  backend.ClassTransient,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := classify(tc.err)
+			if diff := cmp.Diff(tc.class, backend.ClassOf(err)); diff != "" {
+				t.Errorf("%s\nclassify: -want +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("%s\nclassify(...).Error(): -want +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 

@@ -337,3 +337,47 @@ func TestIntegrationMissingNamespace(t *testing.T) {
 		t.Errorf("Create in a missing namespace = %v (class %s), want a Permanent error naming it", err, backend.ClassOf(err))
 	}
 }
+
+// A team that can edit the proxy's Secret can write a hash at any bcrypt
+// cost; at 31 one comparison takes days of CPU. Observe must not run it: it
+// reports the htpasswd as drift at once, and Update writes the provider's.
+func TestIntegrationSecretHashCost(t *testing.T) {
+	b, c, ns := realCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	d := desired(inNamespace(ns))
+	step(t, "Create", b.Create(ctx, d))
+
+	s := &corev1.Secret{}
+	step(t, "get Secret", c.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, s))
+	s.Data[keyHtpasswd] = []byte(testUser + ":$2y$31$abcdefghijklmnopqrstuuKy1ot2y4BDhYMg8LWLmGkdMjtkBPNjW\n")
+	step(t, "edit Secret", c.Update(ctx, s))
+
+	type result struct {
+		o   backend.Observation[Observation]
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		o, err := b.Observe(ctx, d)
+		done <- result{o, err}
+	}()
+	select {
+	case r := <-done:
+		step(t, "Observe", r.err)
+		if r.o.UpToDate || !strings.Contains(r.o.Diff, keyHtpasswd) {
+			t.Fatalf("Observe after the edit: UpToDate %v, diff %q; want the htpasswd to differ", r.o.UpToDate, r.o.Diff)
+		}
+		t.Logf("Observe took %v", time.Since(start))
+	case <-time.After(5 * time.Second):
+		// The comparison keeps a core busy until the test binary exits.
+		t.Fatal("Observe still running after 5s: it compares the team's cost-31 hash")
+	}
+
+	step(t, "Update", b.Update(ctx, d))
+	step(t, "get Secret", c.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, s))
+	if !squid.HtpasswdMatches(s.Data[keyHtpasswd], testUser, testPassword) {
+		t.Errorf("after Update the htpasswd %q does not accept the credentials", s.Data[keyHtpasswd])
+	}
+}

@@ -49,6 +49,16 @@ const (
 	errDefaultCreds   = "cannot find application default credentials for credentials.source InjectedIdentity (workload identity, or GOOGLE_APPLICATION_CREDENTIALS)"
 	errFmtImpersonate = "cannot impersonate service account %s"
 	errFmtEndpoint    = "spec.endpoint %q must be an https URL (http is accepted for loopback addresses only): the provider sends access tokens to it"
+	errFmtTokenURI    = "the service account key in Secret %s key %s names token_uri %q: only " + googleTokenURI + " (or the host of spec.endpoint) is accepted, as the provider posts a signed assertion to it"
+	errFmtUniverse    = "the service account key in Secret %s key %s names universe_domain %q: only " + googleUniverse + " is accepted"
+)
+
+// What a service account key may name: the provider posts to its token_uri
+// from its own pod, and a universe_domain of its choice turns the Compute
+// Engine endpoint into compute.<domain>.
+const (
+	googleTokenURI = "https://oauth2.googleapis.com/token"
+	googleUniverse = "googleapis.com"
 )
 
 // FactoryOption configures NewFactory.
@@ -57,6 +67,11 @@ type FactoryOption func(*factory)
 // WithCallTimeout bounds every Compute Engine call.
 func WithCallTimeout(d time.Duration) FactoryOption {
 	return func(f *factory) { f.timeout = d }
+}
+
+// WithDeletions closes the backend of a config when it is deleted.
+func WithDeletions(d *proxy.Deletions) FactoryOption {
+	return func(f *factory) { f.cache.ForgetOn(d) }
 }
 
 // WithDefaultCredentials replaces application default credentials: the
@@ -102,6 +117,9 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
+		return nil, err
+	}
 	if err := checkEndpoint(spec.Endpoint); err != nil {
 		return nil, err
 	}
@@ -117,7 +135,7 @@ func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Con
 			return nil, err
 		}
 		return f.cache.Get(key, cfg.CacheVersion(rv), func() (Backend, error) {
-			c, err := serviceAccountCredentials(sa, cfg.SecretLocation(ref.SecretReference), ref.Key)
+			c, err := serviceAccountCredentials(sa, cfg.SecretLocation(ref.SecretReference), ref.Key, spec.Endpoint)
 			if err != nil {
 				return nil, err
 			}
@@ -201,12 +219,15 @@ func configName(cfg proxy.Config) string {
 // serviceAccountCredentials loads a service account JSON key from a Secret.
 // It checks the key's type itself: other types (external_account above all)
 // make the auth library run programs, read files or call URLs the JSON
-// names, which a Secret must never be able to make the provider do.
-func serviceAccountCredentials(key []byte, secret, secretKey string) (*auth.Credentials, error) {
+// names, which a Secret must never be able to make the provider do. So is
+// a token_uri other than Google's (or, for a fake, spec.endpoint's host).
+func serviceAccountCredentials(key []byte, secret, secretKey string, endpoint *string) (*auth.Credentials, error) {
 	var k struct {
-		Type        string `json:"type"`
-		ClientEmail string `json:"client_email"`
-		PrivateKey  string `json:"private_key"`
+		Type           string `json:"type"`
+		ClientEmail    string `json:"client_email"`
+		PrivateKey     string `json:"private_key"`
+		TokenURI       string `json:"token_uri"`
+		UniverseDomain string `json:"universe_domain"`
 	}
 	if err := json.Unmarshal(key, &k); err != nil {
 		// The parse error is left out: it may quote the key.
@@ -214,6 +235,12 @@ func serviceAccountCredentials(key []byte, secret, secretKey string) (*auth.Cred
 	}
 	if k.Type != keyTypeSA {
 		return nil, backend.Permanent(errors.Errorf(errFmtKeyType, secret, secretKey, k.Type, keyTypeSA))
+	}
+	if !allowedTokenURI(k.TokenURI, endpoint) {
+		return nil, backend.Permanent(errors.Errorf(errFmtTokenURI, secret, secretKey, k.TokenURI))
+	}
+	if k.UniverseDomain != "" && k.UniverseDomain != googleUniverse {
+		return nil, backend.Permanent(errors.Errorf(errFmtUniverse, secret, secretKey, k.UniverseDomain))
 	}
 	// The auth library reads the private key only when it first needs a
 	// token; checking it here reports a broken key at once, and clearly.
@@ -225,6 +252,25 @@ func serviceAccountCredentials(key []byte, secret, secretKey string) (*auth.Cred
 		return nil, backend.Permanent(errors.Wrapf(err, errFmtKeyLoad, secret, secretKey))
 	}
 	return c, nil
+}
+
+// allowedTokenURI reports whether the provider may post to uri: Google's
+// token endpoint (the library's default when uri is empty), or the scheme
+// and host of endpoint, which checkEndpoint vets (a fake, or a private
+// Google endpoint).
+func allowedTokenURI(uri string, endpoint *string) bool {
+	if uri == "" || uri == googleTokenURI {
+		return true
+	}
+	if endpoint == nil || *endpoint == "" {
+		return false
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	e, err := url.Parse(*endpoint)
+	return err == nil && e.Host != "" && u.Scheme == e.Scheme && u.Host == e.Host && u.User == nil
 }
 
 func parsablePrivateKey(pemKey string) bool {

@@ -7,9 +7,12 @@ SPDX-License-Identifier: Apache-2.0
 package gcpproxy
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +60,13 @@ func config(endpoint string, creds v1alpha1.Credentials) proxy.Config {
 		},
 		SecretNamespace: testConfigNS,
 	}
+}
+
+// clusterConfig is config as a ClusterProviderConfig, which alone may use
+// the provider's own identity.
+func clusterConfig(endpoint string, creds v1alpha1.Credentials) proxy.Config {
+	pc := config(endpoint, creds).Object.(*v1alpha1.ProviderConfig)
+	return proxy.Config{Object: &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gcp", UID: "cpc-uid", Generation: 1}, Spec: pc.Spec}}
 }
 
 func secretCreds() v1alpha1.Credentials {
@@ -107,6 +117,35 @@ func TestFactoryErrors(t *testing.T) {
 			cfg:    config("", secretCreds()),
 			msg:    "cannot load the service account key in Secret team-a/gcp-key key key.json",
 		},
+		"ForeignTokenURI": {
+			reason: "The provider posts to a key's token_uri from its pod: only Google's is accepted.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "http://169.254.169.254/computeMetadata/v1/"}`,
+			cfg:    config("", secretCreds()),
+			msg:    `names token_uri "http://169.254.169.254/computeMetadata/v1/": only https://oauth2.googleapis.com/token`,
+		},
+		"TokenURIOtherHost": {
+			reason: "With spec.endpoint set, a token_uri on another host is still refused.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "https://token.example.com/token"}`,
+			cfg:    config("https://compute.example.com", secretCreds()),
+			msg:    `names token_uri "https://token.example.com/token"`,
+		},
+		"ForeignUniverse": {
+			reason: "A universe_domain makes the client call compute.<domain>: only Google's is accepted.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "universe_domain": "example.com"}`,
+			cfg:    config("", secretCreds()),
+			msg:    `names universe_domain "example.com"`,
+		},
+		"NamespacedInjected": {
+			reason: "A namespaced ProviderConfig may not use the provider's own identity (checked in Go, not by admission alone).",
+			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}),
+			msg:    `spec.credentials.source "InjectedIdentity": a namespaced ProviderConfig must use Secret`,
+		},
+		"NamespacedImpersonate": {
+			reason: "Impersonation runs on the provider's own identity too.",
+			cfg: config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount,
+				ImpersonateServiceAccount: &v1alpha1.ImpersonateServiceAccount{Name: "platform@p.iam.gserviceaccount.com"}}),
+			msg: `spec.credentials.source "ImpersonateServiceAccount": a namespaced ProviderConfig must use Secret`,
+		},
 		"NoSecretRef": {
 			reason: "Source Secret without a secretRef is Permanent.",
 			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceSecret}),
@@ -128,12 +167,12 @@ func TestFactoryErrors(t *testing.T) {
 		},
 		"NoImpersonationTarget": {
 			reason: "ImpersonateServiceAccount needs a name.",
-			cfg:    config("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount}),
+			cfg:    clusterConfig("", v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceImpersonateServiceAccount}),
 			msg:    errNoImpersonate,
 		},
 		"UnknownSource": {
 			reason: "An unknown source is Permanent.",
-			cfg:    config("", v1alpha1.Credentials{Source: "Magic"}),
+			cfg:    clusterConfig("", v1alpha1.Credentials{Source: "Magic"}),
 			msg:    `unknown credentials.source "Magic"`,
 		},
 	}
@@ -215,6 +254,35 @@ func TestFactoryServiceAccountKey(t *testing.T) {
 	}
 }
 
+// TestFactoryForeignTokenURI shows a working key whose token_uri names a
+// server of the team's choosing refused before the provider posts to it:
+// the server sees no request, and no answer of its reaches a condition.
+func TestFactoryForeignTokenURI(t *testing.T) {
+	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	var posts atomic.Int64
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posts.Add(1)
+		http.Error(w, "what the metadata server said", http.StatusBadRequest)
+	}))
+	t.Cleanup(foreign.Close)
+	key, err := s.NewServiceAccountKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = []byte(strings.ReplaceAll(string(key), s.URL()+"/token", foreign.URL+"/token"))
+	b, err := NewFactory(WithCallTimeout(10*time.Second))(t.Context(), control(t, key), config(s.URL(), secretCreds()))
+	if err == nil {
+		// Today's provider: the first call fetches a token.
+		_, err = b.Observe(t.Context(), desired())
+	}
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "names token_uri") {
+		t.Errorf("a key with a foreign token_uri: got %v, want a Permanent refusal naming token_uri", err)
+	}
+	if n := posts.Load(); n != 0 {
+		t.Errorf("the provider posted %d times to the key's token_uri", n)
+	}
+}
+
 // TestFactoryInjectedIdentity uses application default credentials from
 // GOOGLE_APPLICATION_CREDENTIALS, as a provider with a mounted key file (or
 // workload identity) would.
@@ -229,7 +297,7 @@ func TestFactoryInjectedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
-	cfg := config(s.URL(), v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity})
+	cfg := clusterConfig(s.URL(), v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity})
 	b, err := NewFactory()(t.Context(), control(t, nil), cfg)
 	if err != nil {
 		t.Fatalf("factory: %v", err)

@@ -38,6 +38,8 @@ var Controller = proxy.Controller[*v1alpha1.GCPProxy, v1alpha1.GCPProxyParameter
 		},
 		desc.Backend.MaxNameLength),
 	Factory: func(*kingpin.Application) func(proxy.Env) BackendFactory {
-		return func(env proxy.Env) BackendFactory { return NewFactory(WithCallTimeout(env.CallTimeout)) }
+		return func(env proxy.Env) BackendFactory {
+			return NewFactory(WithCallTimeout(env.CallTimeout), WithDeletions(env.Deletions))
+		}
 	},
 }

@@ -61,6 +61,11 @@ func WithReconcileRate(r int) FactoryOption {
 	return func(f *factory) { f.rate = r }
 }
 
+// WithDeletions closes the backend of a config when it is deleted.
+func WithDeletions(d *proxy.Deletions) FactoryOption {
+	return func(f *factory) { f.cache.ForgetOn(d) }
+}
+
 // WithCallTimeout bounds every call to a target cluster.
 func WithCallTimeout(d time.Duration) FactoryOption {
 	return func(f *factory) { f.timeout = d }
@@ -87,6 +92,9 @@ func NewFactory(o ...FactoryOption) BackendFactory {
 func (f *factory) backend(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 	spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
 		return nil, err
 	}
 	// The generation is part of the cache key, so a changed allowlist

@@ -216,6 +216,18 @@ func TestFactoryCache(t *testing.T) {
 	}
 }
 
+// TestFactoryNamespacedInjected shows a namespaced ProviderConfig refused
+// the provider's own identity in Go, not by admission alone.
+func TestFactoryNamespacedInjected(t *testing.T) {
+	f := NewFactory(WithInjectedConfig(&rest.Config{Host: "https://127.0.0.1:6443"}), WithCallTimeout(5e9))
+	cfg := secretConfig(nil)
+	cfg.Object.(*v1alpha1.ProviderConfig).Spec.Credentials = v1alpha1.Credentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}
+	b, err := f(t.Context(), control(t, nil), cfg)
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "a namespaced ProviderConfig must use Secret") || b != nil {
+		t.Errorf("a namespaced config with InjectedIdentity: got %v, %v; want a Permanent refusal", b, err)
+	}
+}
+
 func TestFactoryInjected(t *testing.T) {
 	f := NewFactory(WithInjectedConfig(&rest.Config{Host: "https://127.0.0.1:6443"}), WithCallTimeout(5e9))
 	b, err := f(t.Context(), control(t, nil), injectedConfig())

@@ -40,7 +40,7 @@ var Controller = proxy.Controller[*v1alpha1.KubernetesProxy, v1alpha1.Kubernetes
 		desc.Backend.MaxNameLength),
 	Factory: func(*kingpin.Application) func(proxy.Env) BackendFactory {
 		return func(env proxy.Env) BackendFactory {
-			return NewFactory(WithInjectedConfig(env.Self), WithCallTimeout(env.CallTimeout), WithReconcileRate(env.ReconcileRate))
+			return NewFactory(WithInjectedConfig(env.Self), WithCallTimeout(env.CallTimeout), WithReconcileRate(env.ReconcileRate), WithDeletions(env.Deletions))
 		}
 	},
 }

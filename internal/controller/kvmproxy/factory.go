@@ -40,10 +40,20 @@ const (
 // provider's own sockets (dialer.CheckNamespaced). opts are passed to every backend, e.g.
 // libvirt.WithBootDevices in tests.
 func NewFactory(opts ...libvirt.Option) BackendFactory {
+	return newFactory(nil, opts...)
+}
+
+// newFactory is NewFactory that closes the backend of a config d reports
+// deleted.
+func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 	cache := proxy.NewClientCache[*libvirt.Backend]()
+	cache.ForgetOn(d)
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
 		if err != nil {
+			return nil, err
+		}
+		if err := cfg.CheckSource(string(spec.Credentials.Source)); err != nil {
 			return nil, err
 		}
 		t := dialer.Target{URI: spec.URI}
@@ -66,6 +76,7 @@ func NewFactory(opts ...libvirt.Option) BackendFactory {
 			kind = proxy.KindProviderConfig
 			// A team's config reaches only remote hosts, with its own
 			// credentials; admission checks the spec, this what is dialled.
+			t.Namespaced = true
 			if err := dialer.CheckNamespaced(t); err != nil {
 				return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
 			}

@@ -287,3 +287,13 @@ func TestFactoryPolicy(t *testing.T) {
 		t.Errorf("Create after the policy changed: -want +got:\n-%s\n+%s", want, got)
 	}
 }
+
+// TestFactoryNamespacedSource shows a namespaced ProviderConfig refused any
+// credentials source but Secret in Go, as for the other backends.
+func TestFactoryNamespacedSource(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	_, err := NewFactory()(t.Context(), kube, proxy.Config{Object: providerConfig("qemu+ssh://root@host/system", ""), SecretNamespace: ns})
+	if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), `spec.credentials.source "None": a namespaced ProviderConfig must use Secret`) {
+		t.Errorf("a namespaced config with source None: got %v, want a Permanent refusal", err)
+	}
+}

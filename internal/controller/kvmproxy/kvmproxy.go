@@ -53,7 +53,7 @@ var Controller = proxy.Controller[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameter
 func flags(app *kingpin.Application) func(proxy.Env) BackendFactory {
 	probe := app.Flag(FlagServeProbe, "Report a KVM proxy Ready only when squid in the guest serves the rendered configuration, probed through the QEMU guest agent (the base image needs qemu-guest-agent, as hack/guest-image.sh builds it). Off: Ready means running with a DHCP lease.").Default("true").Bool()
 	boot := app.Flag(FlagBootDevices, "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
-	return func(proxy.Env) BackendFactory {
+	return func(env proxy.Env) BackendFactory {
 		var opts []libvirt.Option
 		if devs := splitList(*boot); len(devs) > 0 {
 			opts = append(opts, libvirt.WithBootDevices(devs...))
@@ -61,7 +61,7 @@ func flags(app *kingpin.Application) func(proxy.Env) BackendFactory {
 		if *probe {
 			opts = append(opts, libvirt.WithServeProbe())
 		}
-		return NewFactory(opts...)
+		return newFactory(env.Deletions, opts...)
 	}
 }
 

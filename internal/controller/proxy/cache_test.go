@@ -10,6 +10,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 )
 
 // closer counts its Close calls, as a backend with informers stops them.
@@ -63,5 +71,57 @@ func TestClientCacheCloses(t *testing.T) {
 				t.Errorf("\n%s\nClose calls per built backend: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestDeletedConfigClosesBackend shows the backend of a deleted provider
+// config closed (its informers, connections and goroutines with it), as
+// the informer of configs reports the deletion, also as a tombstone; the
+// backend of a config that stays is not.
+func TestDeletedConfigClosesBackend(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	desc, ok := apis.Backends.Lookup("kubernetes")
+	if !ok {
+		t.Fatal("no kubernetes backend in apis.Backends")
+	}
+	informers := &informertest.FakeInformers{Scheme: s}
+	d := &Deletions{}
+	if err := (Controller[*v1alpha1.KubernetesProxy, kparams, kobs]{Backend: desc}).forgetDeleted(informers, s, d); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClientCache[*closer]()
+	c.ForgetOn(d)
+
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pc", UID: "uid-pc"}}
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "cpc", UID: "uid-cpc"}}
+	stays := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "stays", UID: "uid-stays"}}
+	built := map[string]*closer{}
+	for _, o := range []client.Object{pc, cpc, stays} {
+		cfg := Config{Object: o}
+		if _, err := c.Get(cfg.CacheKey(), cfg.CacheVersion(""), func() (*closer, error) {
+			built[o.GetName()] = &closer{}
+			return built[o.GetName()], nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fpc, err := informers.FakeInformerFor(t.Context(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpc.Delete(pc)
+	// A delete missed while the watch was down comes as a tombstone.
+	d.handler().OnDelete(toolscache.DeletedFinalStateUnknown{Key: "cpc", Obj: cpc})
+
+	got := map[string]int{}
+	for name, b := range built {
+		got[name] = b.closed
+	}
+	if diff := cmp.Diff(map[string]int{"pc": 1, "cpc": 1, "stays": 0}, got); diff != "" {
+		t.Errorf("Close calls per config after deleting pc and cpc: -want, +got:\n%s", diff)
 	}
 }

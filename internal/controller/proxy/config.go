@@ -32,7 +32,11 @@ const (
 	errFmtGetSecret         = "cannot get Secret %s/%s"
 	errFmtSecretKey         = "Secret %s/%s has no key %q"
 	errSecretNamespace      = "secretRef.namespace is required in a ClusterProviderConfig"
+	errFmtNamespacedSource  = "spec.credentials.source %q: a namespaced ProviderConfig must use Secret: the provider's own identity is only for a ClusterProviderConfig, so a team cannot borrow the platform's credentials"
 )
+
+// SourceSecret is the credentials source every backend names Secret.
+const SourceSecret = "Secret"
 
 // Config is a resolved provider config.
 type Config struct {
@@ -75,6 +79,17 @@ func configError(err error, kind, name string) error {
 		return backend.Permanent(err)
 	}
 	return err
+}
+
+// CheckSource refuses a credentials source other than Secret in a
+// namespaced ProviderConfig: any other is the provider's own identity. The
+// API refuses it too (CEL), but a rule that guards the platform's
+// credentials must not rest on admission alone.
+func (cfg Config) CheckSource(source string) error {
+	if cfg.Object.GetNamespace() == "" || source == SourceSecret {
+		return nil
+	}
+	return backend.Permanent(errors.Errorf(errFmtNamespacedSource, source))
 }
 
 // SecretLocation names where a secret reference of cfg points, namespace/name

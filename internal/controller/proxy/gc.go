@@ -79,7 +79,7 @@ func NewCollector[P, O any](c CollectorConfig[P, O], o Options) *Collector[P, O]
 	return &Collector[P, O]{
 		backend: c.Backend, kube: c.Kube, newBackend: c.NewBackend, newOwners: c.NewOwners, newConfigs: c.NewConfigs,
 		providerInstance: o.ProviderInstance, minAge: o.GCMinAge, interval: o.GCInterval,
-		log: o.Logger, now: time.Now, instr: instrumentation(o), timeout: roundTimeout(o),
+		log: o.Logger, now: time.Now, instr: instrumentation(o), timeout: configTimeout(o),
 	}
 }
 
@@ -92,9 +92,11 @@ func instrumentation(o Options) *backend.Instrumentation {
 	return backend.NewInstrumentation()
 }
 
-// roundTimeout bounds one round, so a backend that hangs cannot stop every
-// later round: an interval, but at least a minute.
-func roundTimeout(o Options) time.Duration {
+// configTimeout bounds the work of a round on one config, so a backend that
+// hangs (a libvirt host that accepts and never answers) cannot stop the
+// collection of every other config, nor later rounds: an interval, but at
+// least a minute.
+func configTimeout(o Options) time.Duration {
 	if o.GCInterval > time.Minute {
 		return o.GCInterval
 	}
@@ -113,9 +115,7 @@ func (c *Collector[P, O]) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, c.timeout)
-			n, err := c.Collect(rctx)
-			cancel()
+			n, err := c.Collect(ctx)
 			if err != nil {
 				c.log.Info("Garbage collection incomplete", "error", err, "deleted", n)
 			} else if n > 0 {
@@ -141,35 +141,47 @@ func (c *Collector[P, O]) Collect(ctx context.Context) (int, error) {
 	deleted := 0
 	var last error
 	for _, cfg := range configs {
-		raw, err := c.newBackend(ctx, c.kube, cfg)
+		n, err := c.collect(ctx, cfg, exists, seen)
+		deleted += n
 		if err != nil {
 			last = err
+		}
+	}
+	return deleted, last
+}
+
+// collect collects the orphans of one config, within c.timeout.
+func (c *Collector[P, O]) collect(ctx context.Context, cfg Config, exists func(types.UID) bool, seen map[string]bool) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	raw, err := c.newBackend(ctx, c.kube, cfg)
+	if err != nil {
+		return 0, err
+	}
+	b := backend.Instrument(c.instr, c.backend, raw)
+	instances, err := b.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	var last error
+	for _, in := range instances {
+		if seen[in.ID] {
 			continue
 		}
-		b := backend.Instrument(c.instr, c.backend, raw)
-		instances, err := b.List(ctx)
-		if err != nil {
-			last = err
-			continue
-		}
-		for _, in := range instances {
-			if seen[in.ID] {
-				continue
-			}
-			seen[in.ID] = true
-			v := backend.Judge(in, c.providerInstance, exists, c.minAge, c.now())
-			if v != backend.VerdictCollect {
-				gcInstances.WithLabelValues(c.backend, string(v)).Inc()
-				continue
-			}
-			if err := b.Delete(ctx, backend.Desired[P]{Name: in.Name, Ownership: in.Ownership}); err != nil {
-				gcInstances.WithLabelValues(c.backend, resultError).Inc()
-				last = err
-				continue
-			}
+		seen[in.ID] = true
+		v := backend.Judge(in, c.providerInstance, exists, c.minAge, c.now())
+		if v != backend.VerdictCollect {
 			gcInstances.WithLabelValues(c.backend, string(v)).Inc()
-			deleted++
+			continue
 		}
+		if err := b.Delete(ctx, backend.Desired[P]{Name: in.Name, Ownership: in.Ownership}); err != nil {
+			gcInstances.WithLabelValues(c.backend, resultError).Inc()
+			last = err
+			continue
+		}
+		gcInstances.WithLabelValues(c.backend, string(v)).Inc()
+		deleted++
 	}
 	return deleted, last
 }

@@ -163,6 +163,46 @@ func TestCollectErrors(t *testing.T) {
 	}
 }
 
+// TestCollectHungConfig shows one config whose backend never answers (a
+// libvirt host that accepts and stays silent) costs the others nothing: each
+// config has its own deadline, not one for the whole round.
+func TestCollectHungConfig(t *testing.T) {
+	orphan := backend.Instance{
+		ID: "memory://orphan", Name: "egp-orphan", CreatedAt: time.Now().Add(-2 * time.Hour),
+		Ownership: backend.Ownership{Owner: backend.Owner{UID: "gone"}, ProviderInstance: "ours"},
+	}
+	hung := backend.Fns[kparams, kobs]{ListFn: func(ctx context.Context) ([]backend.Instance, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	var deleted []string
+	healthy := backend.Fns[kparams, kobs]{
+		ListFn: func(ctx context.Context) ([]backend.Instance, error) { return []backend.Instance{orphan}, ctx.Err() },
+		DeleteFn: func(ctx context.Context, d backend.Desired[kparams]) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			deleted = append(deleted, d.Name)
+			return nil
+		},
+	}
+	c, _ := collector(t, "test-hung", "ours", nil)
+	c.timeout = 200 * time.Millisecond
+	c.newBackend = func(_ context.Context, _ client.Client, cfg Config) (backend.Backend[kparams, kobs], error) {
+		if cfg.Object.GetName() == "pc" {
+			return hung, nil
+		}
+		return healthy, nil
+	}
+	// The round's own bound, as Start's context is the manager's.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	n, err := c.Collect(ctx)
+	if n != 1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Collect with one hung config: deleted %d (%v), error %v; want the other config's orphan deleted and the hung one reported", n, deleted, err)
+	}
+}
+
 // collector returns a Collector over a fake API server holding one live
 // KubernetesProxy (UID alive) and two provider configs that both reach b,
 // and a pointer to how many backends it made.

@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package proxy
 
 import (
+	"context"
 	"reflect"
 	"strconv"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
@@ -32,6 +34,7 @@ const (
 	errConfigSpec        = "cannot read the spec of the provider config"
 	errFmtNewObject      = "cannot make an object of kind %s"
 	errFmtNoPolicyKind   = "provider config kind %s carries no policy (GetProxyPolicy)"
+	errFmtInformer       = "cannot watch the deletions of %s"
 	errFmtCredentialsKey = "the key of generated passwords must hold at least %d bytes"
 )
 
@@ -47,6 +50,9 @@ type Env struct {
 	// for it (as ratelimiter.LimitRESTConfig sizes the provider's own)
 	// keeps up with the reconciles; zero leaves the backend's default.
 	ReconcileRate int
+	// Deletions tells the factory's ClientCache which configs of the
+	// backend were deleted; Controller.Flags sets it.
+	Deletions *Deletions
 }
 
 // A Registration is the controller side of one backend, as cmd/provider
@@ -82,8 +88,29 @@ func (c Controller[M, P, O]) Description() registry.Backend { return c.Backend }
 func (c Controller[M, P, O]) Flags(app *kingpin.Application) func(ctrl.Manager, Options, Env) error {
 	build := c.Factory(app)
 	return func(mgr ctrl.Manager, o Options, env Env) error {
-		return c.Setup(mgr, o, build(env))
+		env.Deletions = &Deletions{}
+		if err := c.Setup(mgr, o, build(env)); err != nil {
+			return err
+		}
+		return c.forgetDeleted(mgr.GetCache(), mgr.GetScheme(), env.Deletions)
 	}
+}
+
+// forgetDeleted feeds d the deletions of the backend's configs, as the
+// manager's cache sees them.
+func (c Controller[M, P, O]) forgetDeleted(informers cache.Informers, s *runtime.Scheme, d *Deletions) error {
+	for _, gvk := range []schema.GroupVersionKind{c.Backend.ProviderConfig(), c.Backend.ClusterProviderConfig()} {
+		// The context only bounds waiting for an informer of a cache that
+		// already runs; setup has none of its own.
+		i, err := informers.GetInformer(context.Background(), mustNew[client.Object](s, gvk))
+		if err != nil {
+			return errors.Wrapf(err, errFmtInformer, gvk)
+		}
+		if _, err := i.AddEventHandler(d.handler()); err != nil {
+			return errors.Wrapf(err, errFmtInformer, gvk)
+		}
+	}
+	return nil
 }
 
 // Setup adds the managed reconciler of the backend to mgr, and its garbage

@@ -13,8 +13,10 @@ package dialer
 
 import (
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -52,6 +54,7 @@ const (
 
 	errFmtNamespacedLocal   = "spec.uri: a namespaced ProviderConfig must reach libvirt over qemu+ssh:// or qemu+tls:// to a host, not the %s transport: the provider's own sockets are only for a ClusterProviderConfig"
 	errNamespacedSocketPath = "spec.socketPath: a namespaced ProviderConfig cannot name a socket: the provider's own sockets are only for a ClusterProviderConfig"
+	errFmtNamespacedAddr    = "a namespaced ProviderConfig may not reach %s: loopback, link-local and unspecified addresses are the provider's own, its node's or the metadata server's"
 )
 
 // Credentials for a remote libvirt daemon, as read from a Secret.
@@ -87,6 +90,10 @@ type Target struct {
 	SocketPath string
 	// Credentials for the ssh and tls transports.
 	Credentials Credentials
+	// Namespaced is a namespaced ProviderConfig's target: the dialer
+	// refuses loopback, link-local and unspecified addresses, as a name
+	// resolves at dial time (see CheckNamespaced).
+	Namespaced bool
 }
 
 // New returns a dialer for t and the URI to open once connected: the
@@ -149,7 +156,38 @@ func CheckNamespaced(t Target) error {
 	if tr := transportOf(u); tr != "ssh" && tr != "tls" {
 		return backend.Permanent(errors.Errorf(errFmtNamespacedLocal, tr))
 	}
+	// An address is refused here at once; a name, when it resolves to
+	// one (netDialer), which no check before the dial can promise.
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && forbidden(ip) {
+		return backend.Permanent(errors.Errorf(errFmtNamespacedAddr, ip))
+	}
 	return nil
+}
+
+// forbidden reports whether a namespaced config may not reach ip: the
+// provider's pod and node (loopback, unspecified) and what is only one hop
+// away, the metadata server included (link-local). Anything else a team
+// could also reach from its own pods.
+func forbidden(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()
+}
+
+// netDialer connects within DialTimeout; for a namespaced target it refuses
+// a forbidden address after resolution, so a name cannot stand in for one
+// (and a refusal tells nothing of which ports listen there).
+func (t Target) netDialer() *net.Dialer {
+	d := &net.Dialer{Timeout: DialTimeout}
+	if t.Namespaced {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || forbidden(ap.Addr()) {
+				return backend.Permanent(errors.Errorf(errFmtNamespacedAddr, address))
+			}
+			return nil
+		}
+	}
+	return d
 }
 
 // local dials a unix socket on this machine.

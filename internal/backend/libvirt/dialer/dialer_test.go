@@ -12,11 +12,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer/dialertest"
@@ -192,6 +194,58 @@ func roundTrip(t *testing.T, d interface{ Dial() (net.Conn, error) }) {
 	}
 }
 
+// TestNamespacedDialRefusesLoopbackName shows a name that resolves to a
+// loopback address refused at dial time for a namespaced target: no check
+// of the URI can know what a name resolves to. The listener is never
+// reached, so the error tells nothing of which ports listen.
+func TestNamespacedDialRefusesLoopbackName(t *testing.T) {
+	for name, uri := range map[string]func(port string) string{
+		"SSH": func(port string) string { return "qemu+ssh://root@localhost:" + port + "/system" },
+		"TLS": func(port string) string { return "qemu+tls://localhost:" + port + "/system" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			accepted := make(chan struct{}, 1)
+			go func() {
+				if c, err := l.Accept(); err == nil {
+					accepted <- struct{}{}
+					_ = c.Close()
+				}
+			}()
+			_, port, _ := net.SplitHostPort(l.Addr().String())
+			keys := dialertest.NewSSHServer(t, "")
+			pki := dialertest.NewPKI(t)
+			creds := sshCreds(keys)
+			creds.KnownHosts = []byte(knownhosts.Line([]string{knownhosts.Normalize("localhost:" + port)}, keys.HostKey) + "\n")
+			creds.TLSCert, creds.TLSKey, creds.CACert = pki.ClientCert, pki.ClientKey, pki.CACert
+			target := Target{URI: uri(port), Credentials: creds, Namespaced: true}
+			if err := CheckNamespaced(target); err != nil {
+				t.Fatalf("CheckNamespaced(%s) = %v: a name passes the URI check", target.URI, err)
+			}
+			d, _, err := New(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := d.Dial()
+			if err == nil {
+				_ = c.Close()
+			}
+			if backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), "a namespaced ProviderConfig may not reach 127.0.0.1:"+port) {
+				t.Errorf("Dial(%s) = %v, want a Permanent refusal of the loopback address", target.URI, err)
+			}
+			select {
+			case <-accepted:
+				t.Error("the dial reached the loopback listener")
+			case <-time.After(100 * time.Millisecond):
+			}
+		})
+	}
+}
+
 func TestCheckNamespaced(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -209,6 +263,14 @@ func TestCheckNamespaced(t *testing.T) {
 		"SSHRemoteSock": {"A socket parameter over SSH names the remote host's socket.", Target{URI: "qemu+ssh://u@h/system?socket=/run/x"}, backend.ClassNone},
 		"TLS":           {"TLS to a host is what a team may use.", Target{URI: "qemu+tls://h/system"}, backend.ClassNone},
 		"ImplicitTLS":   {"A host without a transport is TLS.", Target{URI: "qemu://h/system"}, backend.ClassNone},
+		"Loopback":      {"The provider's own pod is not a team's host.", Target{URI: "qemu+ssh://u@127.0.0.1:2222/system"}, backend.ClassPermanent},
+		"LoopbackOther": {"All of 127.0.0.0/8 is loopback.", Target{URI: "qemu+tls://127.9.9.9/system"}, backend.ClassPermanent},
+		"IPv6Loopback":  {"::1 is loopback.", Target{URI: "qemu+ssh://u@[::1]:22/system"}, backend.ClassPermanent},
+		"Metadata":      {"169.254.0.0/16 holds the metadata server.", Target{URI: "qemu+ssh://u@169.254.169.254/system"}, backend.ClassPermanent},
+		"IPv6LinkLocal": {"fe80::/10 is one hop away.", Target{URI: "qemu+tls://[fe80::1%25eth0]/system"}, backend.ClassPermanent},
+		"Unspecified":   {"0.0.0.0 connects to this machine.", Target{URI: "qemu+ssh://u@0.0.0.0/system"}, backend.ClassPermanent},
+		"Mapped":        {"An IPv4-mapped loopback is loopback.", Target{URI: "qemu+ssh://u@[::ffff:127.0.0.1]/system"}, backend.ClassPermanent},
+		"Private":       {"A private address is a team's host like any other.", Target{URI: "qemu+ssh://u@10.1.2.3/system"}, backend.ClassNone},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

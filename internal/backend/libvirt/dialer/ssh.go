@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/digitalocean/go-libvirt/socket"
@@ -36,6 +37,10 @@ type sshDialer struct {
 	addr   string
 	socket string
 	config *ssh.ClientConfig
+	// timeout bounds the whole dial: connect, handshake and opening the
+	// remote socket (DialTimeout).
+	timeout time.Duration
+	net     *net.Dialer
 }
 
 func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
@@ -71,22 +76,35 @@ func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
 			Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
 			HostKeyCallback:   check,
 			HostKeyAlgorithms: algos,
-			Timeout:           DialTimeout,
 		},
+		timeout: DialTimeout,
+		net:     t.netDialer(),
 	}, nil
 }
 
 // Dial opens an SSH connection and, through it, the remote unix socket.
+// ssh.Dial's timeout covers only the connect: a host that accepts and never
+// sends a banner, or never answers the channel request, held the dial, its
+// goroutine and its socket forever. A deadline on the socket bounds it all.
 func (s *sshDialer) Dial() (net.Conn, error) {
-	client, err := ssh.Dial("tcp", s.addr, s.config)
+	tcp, err := s.net.Dial("tcp", s.addr)
 	if err != nil {
 		return nil, errors.Wrap(err, errSSHDial)
 	}
+	_ = tcp.SetDeadline(time.Now().Add(s.timeout))
+	cc, chans, reqs, err := ssh.NewClientConn(tcp, s.addr, s.config)
+	if err != nil {
+		_ = tcp.Close()
+		return nil, errors.Wrap(err, errSSHDial)
+	}
+	client := ssh.NewClient(cc, chans, reqs)
 	c, err := client.Dial("unix", s.socket)
 	if err != nil {
 		_ = client.Close()
 		return nil, errors.Wrapf(err, errFmtRemoteSock, s.socket)
 	}
+	// From here on a call that hangs is Conn's to end (see libvirt.Conn).
+	_ = tcp.SetDeadline(time.Time{})
 	return &sshConn{Conn: c, client: client}, nil
 }
 

@@ -32,6 +32,7 @@ const (
 type tlsDialer struct {
 	addr   string
 	config *tls.Config
+	net    *net.Dialer
 }
 
 func newTLS(t Target, u *url.URL) (socket.Dialer, error) {
@@ -51,7 +52,7 @@ func newTLS(t Target, u *url.URL) (socket.Dialer, error) {
 	if !roots.AppendCertsFromPEM(c.CACert) {
 		return nil, backend.Permanent(errors.New(errCA))
 	}
-	return &tlsDialer{addr: addr, config: &tls.Config{
+	return &tlsDialer{addr: addr, net: t.netDialer(), config: &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		RootCAs:      roots,
 		ServerName:   u.Hostname(),
@@ -62,7 +63,7 @@ func newTLS(t Target, u *url.URL) (socket.Dialer, error) {
 // Dial connects and waits for libvirtd's verdict: after the handshake it
 // sends one byte saying whether it accepted the client certificate.
 func (d *tlsDialer) Dial() (net.Conn, error) {
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: DialTimeout}, "tcp", d.addr, d.config)
+	c, err := tls.DialWithDialer(d.net, "tcp", d.addr, d.config)
 	if err != nil {
 		return nil, errors.Wrap(err, errTLSDial)
 	}
