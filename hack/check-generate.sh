@@ -7,7 +7,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-tar -C "$root" --exclude=./.git --exclude=./_output -cf - . | tar -C "$tmp" -xf -
+# Entry by entry, not tar of the root: make prepare builds into _output
+# beside this, and tar fails ("file changed as we read it") when the root
+# gains that folder while it reads it.
+shopt -s dotglob
+for e in "$root"/*; do
+  case "${e##*/}" in .git | _output) continue ;; esac
+  cp -a "$e" "$tmp/"
+done
 (cd "$tmp" && go generate -tags generate . >/dev/null)
 status=0
 for d in apis package; do
