@@ -250,18 +250,25 @@ func brokenGCPConfigs(ctx context.Context) []brokenConfig {
 		return brokenConfig{what: what, config: pc, reason: reason, message: msg}
 	}
 	forgedSecret := healthSecret(cluster.BackendGCP, healthBadCredentials, map[string][]byte{"credentials.json": forged})
+	// The token endpoint's OAuth error code, never its body (which says
+	// "Invalid JWT Signature"): the body is the endpoint's to choose.
 	bad := mk(healthBadCredentials, "a service account key the token endpoint refuses", env.c.GCE.URL, forgedSecret.Name, reasonPermanent,
-		ContainSubstring("Invalid JWT Signature"))
+		And(ContainSubstring("HTTP 400 invalid_grant"), Not(ContainSubstring("Invalid JWT Signature"))))
 	bad.secret = forgedSecret
 	noProject := mk("health-e2e-no-such-project", "a project that does not exist", env.c.GCE.URL, cluster.GCPKeySecret, reasonNotFound,
 		And(ContainSubstring("projects/no-such-project-e2e"), MatchRegexp(`(?i)not.?found`)))
 	Expect(unstructured.SetNestedField(noProject.config.Object, "no-such-project-e2e", "spec", "projectID")).To(Succeed())
+	// The key's token_uri must be on the endpoint's host (or Google's), so
+	// the key of a dead endpoint names a token endpoint there too.
 	dead := deadLoopbackAddr()
-	return []brokenConfig{
-		bad, noProject,
-		mk(healthUnreachable, "an endpoint on a loopback port where nothing listens", "http://"+dead, cluster.GCPKeySecret, reasonTransient,
-			And(ContainSubstring(dead), ContainSubstring("connection refused"))),
-	}
+	key["token_uri"] = "http://" + dead + "/token"
+	deadKey, err := json.Marshal(key)
+	Expect(err).NotTo(HaveOccurred())
+	deadSecret := healthSecret(cluster.BackendGCP, healthUnreachable, map[string][]byte{"credentials.json": deadKey})
+	unreachable := mk(healthUnreachable, "an endpoint on a loopback port where nothing listens", "http://"+dead, deadSecret.Name, reasonTransient,
+		And(ContainSubstring(dead), ContainSubstring("connection refused")))
+	unreachable.secret = deadSecret
+	return []brokenConfig{bad, noProject, unreachable}
 }
 
 // brokenKVMConfigs reach the private libvirtd over SSH (an in-process

@@ -136,7 +136,9 @@ func secretValues(key string, v []byte) []string {
 		m := map[string]any{}
 		if json.Unmarshal(v, &m) == nil {
 			for k, f := range m {
-				if fs, ok := f.(string); ok && secretKey.MatchString(k) {
+				// A key's endpoints (token_uri, ..._url) are public.
+				public := strings.HasSuffix(k, "_uri") || strings.HasSuffix(k, "_url")
+				if fs, ok := f.(string); ok && secretKey.MatchString(k) && !public {
 					add(fs)
 				}
 			}
