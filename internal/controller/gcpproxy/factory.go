@@ -256,8 +256,9 @@ func serviceAccountCredentials(key []byte, secret, secretKey string, endpoint *s
 
 // allowedTokenURI reports whether the provider may post to uri: Google's
 // token endpoint (the library's default when uri is empty), or the scheme
-// and host of endpoint, which checkEndpoint vets (a fake, or a private
-// Google endpoint).
+// and host name of endpoint, which checkEndpoint vets (a fake, or a private
+// Google endpoint), on any port: a fake's token endpoint is not always on
+// the port its API is reached through (a relay in front of it).
 func allowedTokenURI(uri string, endpoint *string) bool {
 	if uri == "" || uri == googleTokenURI {
 		return true
@@ -270,7 +271,7 @@ func allowedTokenURI(uri string, endpoint *string) bool {
 		return false
 	}
 	e, err := url.Parse(*endpoint)
-	return err == nil && e.Host != "" && u.Scheme == e.Scheme && u.Host == e.Host && u.User == nil
+	return err == nil && e.Host != "" && u.Scheme == e.Scheme && u.Hostname() == e.Hostname() && u.User == nil
 }
 
 func parsablePrivateKey(pemKey string) bool {

@@ -123,6 +123,12 @@ func TestFactoryErrors(t *testing.T) {
 			cfg:    config("", secretCreds()),
 			msg:    `names token_uri "http://169.254.169.254/computeMetadata/v1/": only https://oauth2.googleapis.com/token`,
 		},
+		"TokenURIOtherPort": {
+			reason: "A token_uri on spec.endpoint's host name passes on any port (a relay in front of a fake); the key is then read.",
+			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "https://compute.example.com:8443/token"}`,
+			cfg:    config("https://compute.example.com", secretCreds()),
+			msg:    "cannot load the service account key in Secret team-a/gcp-key key key.json",
+		},
 		"TokenURIOtherHost": {
 			reason: "With spec.endpoint set, a token_uri on another host is still refused.",
 			key:    `{"type": "service_account", "client_email": "a@b", "private_key": "nope", "token_uri": "https://token.example.com/token"}`,
@@ -269,7 +275,10 @@ func TestFactoryForeignTokenURI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key = []byte(strings.ReplaceAll(string(key), s.URL()+"/token", foreign.URL+"/token"))
+	// Another host name than spec.endpoint's (which names 127.0.0.1), the
+	// same server: a port of the endpoint's own host would be accepted.
+	elsewhere := strings.Replace(foreign.URL, "127.0.0.1", "localhost", 1)
+	key = []byte(strings.ReplaceAll(string(key), s.URL()+"/token", elsewhere+"/token"))
 	b, err := NewFactory(WithCallTimeout(10*time.Second))(t.Context(), control(t, key), config(s.URL(), secretCreds()))
 	if err == nil {
 		// Today's provider: the first call fetches a token.
