@@ -34,7 +34,7 @@ check-generate: ## Fail if generated files are stale.
 build: ## Build the provider, the composition function and the GCE fake.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$(GOOS)_$(GOARCH)/provider ./cmd/provider
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$(GOOS)_$(GOARCH)/function ./cmd/function
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$(GOOS)_$(GOARCH)/gce-fake ./cmd/gce-fake
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$(GOOS)_$(GOARCH)/gcp-fake ./cmd/gcp-fake
 
 vet: ## go vet every package.
 	$(GO) vet ./...

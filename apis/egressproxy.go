@@ -11,9 +11,9 @@ package apis
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
-	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
 	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 

@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	gcpv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
@@ -49,7 +49,7 @@ const (
 // the fake counts every request by API method.
 type gcpBench struct {
 	kube *kube.Env
-	fake *gcefake.Server
+	fake *gcpfake.Server
 }
 
 func (g *gcpBench) gvk() schema.GroupVersionKind {
@@ -84,7 +84,7 @@ func (g *gcpBench) start(ctx context.Context, _ *runner) (*env, error) {
 		return nil, err
 	}
 	g.kube = k
-	g.fake = gcefake.New(gcefake.WithProjects(cluster.GCPProject), gcefake.WithRequireAuth(), gcefake.WithStaticAddressRange(benchAddresses))
+	g.fake = gcpfake.New(gcpfake.WithProjects(cluster.GCPProject), gcpfake.WithRequireAuth(), gcpfake.WithStaticAddressRange(benchAddresses))
 	if err := g.fake.Start(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (g *gcpBench) mr(i int) *unstructured.Unstructured {
 // compute client has no metrics of its own.
 func (g *gcpBench) backendCounts() counts { return gceCounts(g.fake) }
 
-func gceCounts(s *gcefake.Server) counts {
+func gceCounts(s *gcpfake.Server) counts {
 	c := counts{}
 	for call, n := range s.CallCounts() {
 		c[reqKey{target: targetGCE, verb: strings.TrimPrefix(call, "compute.")}] += float64(n)
@@ -156,7 +156,7 @@ func gceCounts(s *gcefake.Server) counts {
 // with the compute client, against a fake of its own, waiting for each
 // operation, then reads every instance until it is RUNNING.
 func (g *gcpBench) baseline(ctx context.Context, r *runner) (*baselineResult, error) {
-	f := gcefake.New(gcefake.WithProjects(cluster.GCPProject), gcefake.WithStaticAddressRange(benchAddresses))
+	f := gcpfake.New(gcpfake.WithProjects(cluster.GCPProject), gcpfake.WithStaticAddressRange(benchAddresses))
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ type gceClients struct {
 	instances *compute.InstancesClient
 }
 
-func newGCEClients(ctx context.Context, f *gcefake.Server) (*gceClients, error) {
+func newGCEClients(ctx context.Context, f *gcpfake.Server) (*gceClients, error) {
 	c := &gceClients{}
 	var err error
 	if c.addresses, err = compute.NewAddressesRESTClient(ctx, f.ClientOptions()...); err != nil {
@@ -275,8 +275,8 @@ func (g *gcpBench) faults() []fault {
 		name:   "GCE 429/503 storm",
 		target: targetGCE,
 		begin: func() error {
-			g.fake.InjectError(gcefake.ErrorFault{Match: gcefake.Match{Method: http.MethodGet}, Code: http.StatusServiceUnavailable})
-			g.fake.InjectError(gcefake.ErrorFault{Code: http.StatusTooManyRequests})
+			g.fake.InjectError(gcpfake.ErrorFault{Match: gcpfake.Match{Method: http.MethodGet}, Code: http.StatusServiceUnavailable})
+			g.fake.InjectError(gcpfake.ErrorFault{Code: http.StatusTooManyRequests})
 			return nil
 		},
 		end: func() error { g.fake.ClearFaults(); return nil },

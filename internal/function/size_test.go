@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
-	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
 	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
 

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
@@ -35,7 +35,7 @@ const (
 func gcpTarget(t *testing.T, e *env) *target {
 	t.Helper()
 	ctx := t.Context()
-	fake := gcefake.NewTestServer(t, gcefake.WithProjects(gcpProject), gcefake.WithRequireAuth())
+	fake := gcpfake.NewTestServer(t, gcpfake.WithProjects(gcpProject), gcpfake.WithRequireAuth())
 	// No VM runs here: stand in for every guest's serving report.
 	go proxyguest.Run(ctx, fake, proxyguest.DefaultEvery)
 	insert := func(r *http.Request) bool {

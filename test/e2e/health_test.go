@@ -32,8 +32,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer/dialertest"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer/dialertest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 

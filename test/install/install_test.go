@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
@@ -152,7 +152,7 @@ func TestInstallConfiguration(t *testing.T) {
 	// meanwhile.
 	upgrades := make(chan error, 1)
 	go func() { upgrades <- buildUpgrades(ctx, cli, reg, repo, dir) }()
-	fake := gcefake.NewTestServer(t, gcefake.WithProjects(gcpProject), gcefake.WithRequireAuth())
+	fake := gcpfake.NewTestServer(t, gcpfake.WithProjects(gcpProject), gcpfake.WithRequireAuth())
 	// No VM runs here: stand in for every guest's serving report.
 	go proxyguest.Run(ctx, fake, proxyguest.DefaultEvery)
 	if !t.Run("RunPackages", func(t *testing.T) {

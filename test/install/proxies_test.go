@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
@@ -48,7 +48,7 @@ const (
 	claimK8s       = "web"            // claim-kubernetes.yaml
 	claimGCP       = "partner-api"    // claim-gcp.yaml
 	gcpProject     = "egressproxy-install"
-	gcpKeySecret   = "gce-fake-key"
+	gcpKeySecret   = "gcp-fake-key"
 
 	upgradeVersion = "v0.2.0"
 	brokenVersion  = "v0.3.0"
@@ -168,7 +168,7 @@ func waitActive(ctx context.Context, t *testing.T, c client.Client, gvk schema.G
 
 // createProxies creates the provider configs of the kubernetes and gcp
 // backends and one example claim on each.
-func createProxies(ctx context.Context, t *testing.T, c client.Client, fake *gcefake.Server) {
+func createProxies(ctx context.Context, t *testing.T, c client.Client, fake *gcpfake.Server) {
 	t.Helper()
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNamespace}},
@@ -253,7 +253,7 @@ func proxiesHealthy(ctx context.Context, c client.Client) (bool, string) {
 // world identifies every backend instance and what the claims produced: a
 // changed UID, instance ID or creation time means deleted and recreated; a
 // changed digest means a connection Secret was rewritten.
-func world(ctx context.Context, t *testing.T, c client.Client, fake *gcefake.Server) []string {
+func world(ctx context.Context, t *testing.T, c client.Client, fake *gcpfake.Server) []string {
 	t.Helper()
 	var out []string
 	for _, inst := range fake.Instances() {
@@ -524,7 +524,7 @@ func assertMissingPermission(ctx context.Context, t *testing.T, w *workloads) {
 // assertUpgrade publishes nothing (buildUpgrades did) and moves the
 // Configuration to v0.2.0: Crossplane rolls the Provider and Function
 // revisions, the harness runs the new ones, and no proxy may notice.
-func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefake.Server, dir string) {
+func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcpfake.Server, dir string) {
 	c := w.p.kube
 	before := world(ctx, t, c, fake)
 	oldProvider, oldFunction := w.ProviderRevision(), activeRevision(ctx, t, c, gvFunctionRevision, functionName)
@@ -567,7 +567,7 @@ func assertUpgrade(ctx context.Context, t *testing.T, w *workloads, fake *gcefak
 // assertBrokenVersion moves the Configuration to v0.3.0, which needs a
 // Crossplane that does not exist: Crossplane must say so on the package,
 // and the running revisions must keep serving the claims.
-func assertBrokenVersion(ctx context.Context, t *testing.T, w *workloads, fake *gcefake.Server) {
+func assertBrokenVersion(ctx context.Context, t *testing.T, w *workloads, fake *gcpfake.Server) {
 	c := w.p.kube
 	before := world(ctx, t, c, fake)
 	prov, fn := w.ProviderRevision(), activeRevision(ctx, t, c, gvFunctionRevision, functionName)

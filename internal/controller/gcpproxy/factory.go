@@ -25,12 +25,12 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
 // DefaultCallTimeout bounds one Compute Engine call.
-const DefaultCallTimeout = gce.DefaultCallTimeout
+const DefaultCallTimeout = gcp.DefaultCallTimeout
 
 const (
 	scopeCloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
@@ -88,7 +88,7 @@ func WithClientOptions(o ...option.ClientOption) FactoryOption {
 }
 
 // WithBackendOptions configures every backend the factory builds.
-func WithBackendOptions(o ...gce.Option) FactoryOption {
+func WithBackendOptions(o ...gcp.Option) FactoryOption {
 	return func(f *factory) { f.backendOpts = append(f.backendOpts, o...) }
 }
 
@@ -96,7 +96,7 @@ type factory struct {
 	timeout      time.Duration
 	defaultCreds *auth.Credentials
 	clientOpts   []option.ClientOption
-	backendOpts  []gce.Option
+	backendOpts  []gcp.Option
 	cache        *proxy.ClientCache[Backend]
 }
 
@@ -192,11 +192,11 @@ func (f *factory) newBackend(ctx context.Context, cfg proxy.Config, spec v1alpha
 		policy = *spec.Policy.GCP
 	}
 	sas := append(slices.Clone(spec.AllowedServiceAccounts), policy.ServiceAccounts...)
-	bo := append([]gce.Option{
-		gce.WithCallTimeout(f.timeout), gce.WithPolicy(configName(cfg), policy), gce.WithAllowedServiceAccounts(configName(cfg), sas...),
+	bo := append([]gcp.Option{
+		gcp.WithCallTimeout(f.timeout), gcp.WithPolicy(configName(cfg), policy), gcp.WithAllowedServiceAccounts(configName(cfg), sas...),
 	}, f.backendOpts...)
 	// The clients outlive this reconcile: they must not inherit its end.
-	b, err := gce.New(context.WithoutCancel(ctx), spec.ProjectID, opts, bo...)
+	b, err := gcp.New(context.WithoutCancel(ctx), spec.ProjectID, opts, bo...)
 	if err != nil {
 		return nil, err
 	}

@@ -27,14 +27,14 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gce"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
 )
 
 var (
-	_ Backend               = &gce.Backend{}
-	_ backend.HealthChecker = &gce.Backend{}
+	_ Backend               = &gcp.Backend{}
+	_ backend.HealthChecker = &gcp.Backend{}
 )
 
 const (
@@ -82,8 +82,8 @@ func control(t *testing.T, key []byte) client.Client {
 	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(s).Build()
 }
 
-func desired() gce.Desired {
-	return gce.Desired{
+func desired() gcp.Desired {
+	return gcp.Desired{
 		Name:        "egp-team-a-web-1a2b3c4d",
 		Ownership:   backend.Ownership{Owner: backend.Owner{UID: "6f0c2f7e-1d55-4c1b-9b7a-2b1f3c4d5e6f", Namespace: "team-a", Name: "web"}, ProviderInstance: "default"},
 		Proxy:       commonv1alpha1.ProxyParameters{Port: 3128, AllowedClientCIDRs: []string{"10.0.0.0/8"}, AllowedDestinations: []string{"api.example.com"}},
@@ -203,7 +203,7 @@ func TestFactoryErrors(t *testing.T) {
 // JWT with it, exchanges it at the fake's token endpoint, and every compute
 // call carries the token (the fake refuses calls without one).
 func TestFactoryServiceAccountKey(t *testing.T) {
-	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	s := gcpfake.NewTestServer(t, gcpfake.WithRequireAuth())
 	key, err := s.NewServiceAccountKey("")
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestFactoryServiceAccountKey(t *testing.T) {
 	}
 
 	// A key the token endpoint does not know: every call fails, Permanent.
-	other := gcefake.NewTestServer(t)
+	other := gcpfake.NewTestServer(t)
 	untrusted, err := other.NewServiceAccountKey("")
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +264,7 @@ func TestFactoryServiceAccountKey(t *testing.T) {
 // server of the team's choosing refused before the provider posts to it:
 // the server sees no request, and no answer of its reaches a condition.
 func TestFactoryForeignTokenURI(t *testing.T) {
-	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	s := gcpfake.NewTestServer(t, gcpfake.WithRequireAuth())
 	var posts atomic.Int64
 	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		posts.Add(1)
@@ -296,7 +296,7 @@ func TestFactoryForeignTokenURI(t *testing.T) {
 // GOOGLE_APPLICATION_CREDENTIALS, as a provider with a mounted key file (or
 // workload identity) would.
 func TestFactoryInjectedIdentity(t *testing.T) {
-	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	s := gcpfake.NewTestServer(t, gcpfake.WithRequireAuth())
 	key, err := s.NewServiceAccountKey("")
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +320,7 @@ func TestFactoryInjectedIdentity(t *testing.T) {
 // reaches the backend, and that changing it (a new generation) takes effect.
 func TestFactoryAllowedServiceAccounts(t *testing.T) {
 	const sa = "proxy@test-project.iam.gserviceaccount.com"
-	s := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	s := gcpfake.NewTestServer(t, gcpfake.WithRequireAuth())
 	key, err := s.NewServiceAccountKey("")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 

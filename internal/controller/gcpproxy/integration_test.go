@@ -25,8 +25,8 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake"
-	"github.com/egressproxy/provider-egressproxy/internal/gcefake/proxyguest"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
@@ -43,7 +43,7 @@ func startProvider(t *testing.T, e *kube.Env, f BackendFactory) {
 // against the GCE fake, through the factory and a service account key.
 func TestManagedGCPProxy(t *testing.T) {
 	e := kube.Start(t)
-	fake := gcefake.NewTestServer(t, gcefake.WithRequireAuth())
+	fake := gcpfake.NewTestServer(t, gcpfake.WithRequireAuth())
 	// No VM runs here: stand in for every guest's serving report.
 	go proxyguest.Run(t.Context(), fake, proxyguest.DefaultEvery)
 	key, err := fake.NewServiceAccountKey("")

@@ -19,8 +19,8 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/dialer"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -38,15 +38,15 @@ const (
 // so a rotated key takes effect without a restart. The connection itself
 // re-dials whenever it breaks. A namespaced ProviderConfig may not use the
 // provider's own sockets (dialer.CheckNamespaced). opts are passed to every backend, e.g.
-// libvirt.WithBootDevices in tests.
-func NewFactory(opts ...libvirt.Option) BackendFactory {
+// kvm.WithBootDevices in tests.
+func NewFactory(opts ...kvm.Option) BackendFactory {
 	return newFactory(nil, opts...)
 }
 
 // newFactory is NewFactory that closes the backend of a config d reports
 // deleted.
-func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
-	cache := proxy.NewClientCache[*libvirt.Backend]()
+func newFactory(d *proxy.Deletions, opts ...kvm.Option) BackendFactory {
+	cache := proxy.NewClientCache[*kvm.Backend]()
 	cache.ForgetOn(d)
 	return func(ctx context.Context, kube client.Client, cfg proxy.Config) (Backend, error) {
 		spec, err := proxy.ConfigSpec[v1alpha1.ProviderConfigSpec](cfg)
@@ -82,12 +82,12 @@ func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 			}
 		}
 		// The policy is the config's: a new generation builds a new backend.
-		pol := libvirt.Policy{Config: fmt.Sprintf("%s %q", kind, cfg.Object.GetName()), KVM: spec.Policy.KVM}
-		b, err := cache.Get(cfg.CacheKey(), cfg.CacheVersion(secretVersion), func() (*libvirt.Backend, error) {
+		pol := kvm.Policy{Config: fmt.Sprintf("%s %q", kind, cfg.Object.GetName()), KVM: spec.Policy.KVM}
+		b, err := cache.Get(cfg.CacheKey(), cfg.CacheVersion(secretVersion), func() (*kvm.Backend, error) {
 			// The manager's client is the same for every call, so the
 			// cached backend may keep the one it was built with.
-			all := append([]libvirt.Option{libvirt.WithUserDataSource(UserDataFromSecrets(kube)), libvirt.WithPolicy(pol)}, opts...)
-			return libvirt.New(t, all...)
+			all := append([]kvm.Option{kvm.WithUserDataSource(UserDataFromSecrets(kube)), kvm.WithPolicy(pol)}, opts...)
+			return kvm.New(t, all...)
 		})
 		if err != nil {
 			return nil, errors.Wrapf(err, errFmtNewBackend, cfg.Object.GetName())
@@ -98,7 +98,7 @@ func newFactory(d *proxy.Deletions, opts ...libvirt.Option) BackendFactory {
 
 // UserDataFromSecrets reads a KVMProxy's userDataSecretRef from its own
 // namespace. A missing Secret or key is Permanent: the user must fix it.
-func UserDataFromSecrets(kube client.Client) libvirt.UserDataSource {
+func UserDataFromSecrets(kube client.Client) kvm.UserDataSource {
 	return func(ctx context.Context, namespace string, ref commonv1alpha1.LocalSecretKeySelector) ([]byte, error) {
 		s := &corev1.Secret{}
 		if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s); err != nil {

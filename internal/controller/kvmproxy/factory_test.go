@@ -26,14 +26,14 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 )
 
 var (
-	_ Backend               = &libvirt.Backend{}
-	_ backend.HealthChecker = &libvirt.Backend{}
+	_ Backend               = &kvm.Backend{}
+	_ backend.HealthChecker = &kvm.Backend{}
 )
 
 const ns = "team-a"
@@ -261,7 +261,7 @@ func TestFactoryPolicy(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
 	f := NewFactory()
 	owner := backend.Owner{UID: "0b4f2d7e-1111-4c2a-9d7e-5a0c6f3e9b21", Namespace: ns, Name: "proxy"}
-	d := libvirt.Desired{
+	d := kvm.Desired{
 		Name:      backend.Name(owner, 63),
 		Ownership: backend.Ownership{Owner: owner, ProviderInstance: "test"},
 		Params: v1alpha1.KVMProxyParameters{BaseImageVolume: "base.qcow2",

@@ -17,8 +17,8 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -54,12 +54,12 @@ func flags(app *kingpin.Application) func(proxy.Env) BackendFactory {
 	probe := app.Flag(FlagServeProbe, "Report a KVM proxy Ready only when squid in the guest serves the rendered configuration, probed through the QEMU guest agent (the base image needs qemu-guest-agent, as hack/guest-image.sh builds it). Off: Ready means running with a DHCP lease.").Default("true").Bool()
 	boot := app.Flag(FlagBootDevices, "Boot order of KVM proxies, such as hd or network,hd (a blank test image only gets a DHCP lease by network boot).").Default("").String()
 	return func(env proxy.Env) BackendFactory {
-		var opts []libvirt.Option
+		var opts []kvm.Option
 		if devs := splitList(*boot); len(devs) > 0 {
-			opts = append(opts, libvirt.WithBootDevices(devs...))
+			opts = append(opts, kvm.WithBootDevices(devs...))
 		}
 		if *probe {
-			opts = append(opts, libvirt.WithServeProbe())
+			opts = append(opts, kvm.WithServeProbe())
 		}
 		return newFactory(env.Deletions, opts...)
 	}

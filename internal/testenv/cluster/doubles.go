@@ -10,9 +10,9 @@ import (
 	"os"
 	"time"
 
-	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gce/desc"
+	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
 	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/libvirt/desc"
+	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
 )
 
 // The backends, for tests of one backend in particular.
@@ -47,7 +47,7 @@ var doubles = map[Backend]double{
 		return step{name: "kubernetes backend ProviderConfig", fn: c.setupKubernetesBackend}
 	}, adaptInput: kubernetesInput},
 	BackendGCP: {step: func(c *Cluster) step {
-		return step{name: "GCE fake and gcp ProviderConfig", log: "gce-fake.log", fn: c.setupGCP}
+		return step{name: "GCE fake and gcp ProviderConfig", log: "gcp-fake.log", fn: c.setupGCP}
 	}},
 	// A first run installs libvirt and QEMU with apt.
 	BackendKVM: {optional: true, cannotRun: needsRoot, step: func(c *Cluster) step {

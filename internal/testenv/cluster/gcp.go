@@ -37,7 +37,7 @@ const (
 	GCPProject = "egressproxy-e2e"
 	// GCPKeySecret holds a service account key the fake's token endpoint
 	// trusts, in CrossplaneNamespace.
-	GCPKeySecret = "gce-fake-key"
+	GCPKeySecret = "gcp-fake-key"
 
 	gcpServiceAccount = "provider@egressproxy-e2e.iam.gserviceaccount.com"
 
@@ -74,7 +74,7 @@ type GCEGuests struct {
 	Image string
 }
 
-// Admin calls the fake's admin endpoint (see internal/gcefake/admin.go):
+// Admin calls the fake's admin endpoint (see internal/gcpfake/admin.go):
 // method and path such as "POST", "/_fake/faults/operation", with a JSON
 // body, or nil. It returns the response body.
 func (g *GCE) Admin(ctx context.Context, method, path string, body []byte) ([]byte, error) {
@@ -118,7 +118,7 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 	} else {
 		c.logf("the GCE fake simulates its guests: %s", noGuests)
 	}
-	p, err := c.sup.start("gce-fake", c.Bin.GCEFake, args, nil)
+	p, err := c.sup.start("gcp-fake", c.Bin.GCEFake, args, nil)
 	if err != nil {
 		return err
 	}

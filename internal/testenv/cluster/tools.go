@@ -71,20 +71,20 @@ func cached(name string) string {
 // Binaries are this repository's programs that Start runs itself; the
 // provider and the function come from their packages.
 type Binaries struct {
-	// GCEFake is cmd/gce-fake.
+	// GCEFake is cmd/gcp-fake.
 	GCEFake string
 }
 
 // BuildBinaries builds the GCE fake from this checkout into dir. Go's build
 // cache makes a rebuild quick.
 func BuildBinaries(ctx context.Context, dir string) (Binaries, error) {
-	b := Binaries{GCEFake: filepath.Join(dir, "gce-fake")}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.GCEFake, "./cmd/gce-fake")
+	b := Binaries{GCEFake: filepath.Join(dir, "gcp-fake")}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.GCEFake, "./cmd/gcp-fake")
 	// The default environment, so that go test and go build share Go's
 	// build cache with this build.
 	cmd.Dir = testenv.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return b, errors.Errorf(errFmtBuild, "./cmd/gce-fake", strings.TrimSpace(string(out))+": "+err.Error())
+		return b, errors.Errorf(errFmtBuild, "./cmd/gcp-fake", strings.TrimSpace(string(out))+": "+err.Error())
 	}
 	return b, nil
 }

@@ -1,0 +1,289 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package gcp
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+)
+
+// converge runs reconcile rounds until the proxy is ready and up to date.
+func (e *env) converge(t *testing.T, d Desired, rounds int) Observation {
+	t.Helper()
+	for range rounds {
+		if err := reconcileRound(e, t, d); err != nil {
+			t.Fatalf("reconcile round: %v", err)
+		}
+		e.guestReports(t, GuestServing, "")
+		if o, err := e.b.Observe(ctx(t), d); err == nil && o.Ready && o.UpToDate {
+			return o
+		}
+	}
+	o, err := e.b.Observe(ctx(t), d)
+	t.Fatalf("not ready and up to date after %d rounds: %+v, %v", rounds, o, err)
+	return o
+}
+
+func TestRepairDrift(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		drift  func(*testing.T, *env)
+		diff   string
+	}{
+		"FirewallOpened": {
+			reason: "A firewall rule opened to everyone is patched back to the allowed clients.",
+			drift: func(t *testing.T, e *env) {
+				op, err := rawFirewalls(t, e.fake).Patch(ctx(t), &computepb.PatchFirewallRequest{
+					Project: testProject, Firewall: testName,
+					FirewallResource: &computepb.Firewall{SourceRanges: []string{"0.0.0.0/0"}},
+				})
+				if err == nil {
+					err = op.Wait(ctx(t))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
+			diff: "firewall source ranges are [0.0.0.0/0]",
+		},
+		"FirewallDeleted": {
+			reason: "A deleted firewall rule is inserted again.",
+			drift: func(t *testing.T, e *env) {
+				op, err := rawFirewalls(t, e.fake).Delete(ctx(t), &computepb.DeleteFirewallRequest{Project: testProject, Firewall: testName})
+				if err == nil {
+					err = op.Wait(ctx(t))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
+			diff: "firewall rule " + testName + " is missing",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := desired()
+			before := e.converge(t, d, 5)
+			tc.drift(t, e)
+			o, err := e.b.Observe(ctx(t), d)
+			if err != nil || o.UpToDate || !strings.Contains(o.Diff, tc.diff) {
+				t.Fatalf("%s\nObserve after drift = UpToDate %v, Diff %q, %v; want a diff containing %q", tc.reason, o.UpToDate, o.Diff, err, tc.diff)
+			}
+			after := e.converge(t, d, 5)
+			if diff := cmp.Diff(before.EgressIPs, after.EgressIPs); diff != "" {
+				t.Errorf("%s\nthe egress IP changed: %s", tc.reason, diff)
+			}
+			if diff := cmp.Diff([]string{"10.0.0.0/8", "192.0.2.0/24"}, e.fake.Firewalls()[0].GetSourceRanges()); diff != "" {
+				t.Errorf("%s\nfirewall source ranges: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestChangeReplacesInstance(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(*Desired)
+		diff   string
+	}{
+		"Destinations": {
+			reason: "A new allowlist changes the squid configuration, which cloud-init applies at first boot only.",
+			change: func(d *Desired) { d.Proxy.AllowedDestinations = []string{"api.example.org"} },
+			diff:   "metadata " + MetadataConfigChecksum,
+		},
+		"Password": {
+			reason: "New credentials need a new htpasswd file.",
+			change: func(d *Desired) { d.Credentials.Password = "rotated" },
+			diff:   "does not accept the current credentials",
+		},
+		"Labels": {
+			reason: "The fake has no setLabels: new labels replace the VM.",
+			change: func(d *Desired) { d.Params.Labels = map[string]v1alpha1.LabelValue{"team": "b"} },
+			diff:   `label team is "a", want "b"`,
+		},
+		"MachineType": {
+			reason: "A new machine type replaces the VM.",
+			change: func(d *Desired) { d.Params.MachineType = "e2-medium" },
+			diff:   "machine type is e2-small, want e2-medium",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := desired()
+			before := e.converge(t, d, 5)
+			tc.change(&d)
+			o, err := e.b.Observe(ctx(t), d)
+			if err != nil || o.UpToDate || !strings.Contains(o.Diff, tc.diff) {
+				t.Fatalf("%s\nObserve after the change = UpToDate %v, Diff %q, %v; want a diff containing %q", tc.reason, o.UpToDate, o.Diff, err, tc.diff)
+			}
+			after := e.converge(t, d, 8)
+			if diff := cmp.Diff(before.EgressIPs, after.EgressIPs); diff != "" {
+				t.Errorf("%s\nthe egress IP must survive replacement: %s", tc.reason, diff)
+			}
+			if after.CreatedAt.Before(before.CreatedAt) || len(e.fake.Instances()) != 1 {
+				t.Errorf("%s\nwant one new instance", tc.reason)
+			}
+		})
+	}
+}
+
+func TestDeleteKeeps(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		mod    func(*Desired)
+		setup  func(*testing.T, *env)
+		// gc deletes as the garbage collector does, with Name and Ownership only.
+		gc   bool
+		left []string
+	}{
+		"RetainAddress": {
+			reason: "retainAddressOnDelete keeps the address.",
+			mod:    func(d *Desired) { d.Params.RetainAddressOnDelete = true },
+			left:   []string{testName},
+		},
+		"UserAddress": {
+			reason: "An address the user named is never deleted.",
+			mod:    func(d *Desired) { d.Params.Address = &v1alpha1.GCPAddress{Name: proto.String("team-ip")} },
+			setup: func(t *testing.T, e *env) {
+				WithPolicy(defaultConfigName, v1alpha1.GCPPolicy{Addresses: []string{"team-ip"}})(e.b)
+				reserve(t, e.fake, "team-ip", nil)
+			},
+			left: []string{"team-ip"},
+		},
+		"GarbageCollector": {
+			reason: "With only Name and Ownership the zone is found by label; the address is kept, as it may be retained on purpose.",
+			gc:     true,
+			left:   []string{testName},
+		},
+		"Default": {
+			reason: "By default everything goes.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := desired()
+			if tc.mod != nil {
+				tc.mod(&d)
+			}
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			o := e.converge(t, d, 5)
+			if tc.setup != nil && o.EgressIPs[0] != addressIP(t, e.fake, "team-ip") {
+				t.Errorf("%s\nthe VM must use the user's address", tc.reason)
+			}
+			del := d
+			if tc.gc {
+				del = Desired{Name: d.Name, Ownership: d.Ownership}
+			}
+			for range 6 {
+				if err := e.b.Delete(ctx(t), del); err != nil {
+					t.Fatalf("%s\nDelete: %v", tc.reason, err)
+				}
+			}
+			if _, err := e.b.Observe(ctx(t), d); !tc.gc && !backend.IsNotFound(err) {
+				t.Errorf("%s\nObserve after Delete = %v, want NotFound", tc.reason, err)
+			}
+			var left []string
+			for _, a := range e.fake.Addresses() {
+				left = append(left, a.GetName())
+			}
+			if diff := cmp.Diff(tc.left, left); diff != "" {
+				t.Errorf("%s\naddresses left: -want +got:\n%s", tc.reason, diff)
+			}
+			if n := len(e.fake.Instances()) + len(e.fake.Firewalls()); n != 0 {
+				t.Errorf("%s\n%d instances and firewall rules are left", tc.reason, n)
+			}
+		})
+	}
+}
+
+func TestObserveLeftovers(t *testing.T) {
+	e := newEnv(t)
+	d := desired()
+	e.converge(t, d, 5)
+	// Delete removes the firewall rule first: from then on a missing
+	// instance means "being deleted", not "to be created". The address
+	// delete fails here, so Delete stops half-way.
+	e.fake.InjectError(gcpfake.ErrorFault{Match: gcpfake.Match{Call: gcpfake.CallAddressesDelete}, Code: 503, Times: 1})
+	if err := e.b.Delete(ctx(t), d); backend.ClassOf(err) != backend.ClassTransient {
+		t.Fatalf("Delete with a failing address delete = %v, want a Transient error", err)
+	}
+	if len(e.fake.Instances())+len(e.fake.Firewalls()) != 0 || len(e.fake.Addresses()) != 1 {
+		t.Fatalf("want only the address left")
+	}
+	o, err := e.b.Observe(ctx(t), d)
+	if err != nil || o.State != commonv1alpha1.StatePending || o.UpToDate {
+		t.Fatalf("Observe with only the address left = %+v, %v; want it reported Pending and not up to date so Delete goes on", o, err)
+	}
+	// Were the resource not being deleted, Update would make it whole again.
+	if err := e.b.Update(ctx(t), d); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	e.converge(t, d, 5)
+}
+
+func TestErrorClasses(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		fault  gcpfake.ErrorFault
+		want   backend.Class
+	}{
+		"Forbidden":      {"IAM denies: fix the credentials.", gcpfake.ErrorFault{Code: 403, Reason: "forbidden"}, backend.ClassPermanent},
+		"Unauthorized":   {"Credentials not accepted.", gcpfake.ErrorFault{Code: 401}, backend.ClassPermanent},
+		"RateLimit":      {"403 rateLimitExceeded passes.", gcpfake.ErrorFault{Code: 403, Reason: "rateLimitExceeded"}, backend.ClassTransient},
+		"UserRateLimit":  {"403 userRateLimitExceeded passes.", gcpfake.ErrorFault{Code: 403, Reason: "userRateLimitExceeded"}, backend.ClassTransient},
+		"QuotaExceeded":  {"403 quotaExceeded is Quota.", gcpfake.ErrorFault{Code: 403, Reason: "quotaExceeded"}, backend.ClassQuota},
+		"TooMany":        {"429 passes.", gcpfake.ErrorFault{Code: 429}, backend.ClassTransient},
+		"Internal":       {"500 passes.", gcpfake.ErrorFault{Code: 500}, backend.ClassTransient},
+		"NotReady":       {"400 resourceNotReady passes.", gcpfake.ErrorFault{Code: 400, Reason: "resourceNotReady"}, backend.ClassTransient},
+		"Invalid":        {"400 invalid needs a spec change.", gcpfake.ErrorFault{Code: 400, Reason: "invalid"}, backend.ClassPermanent},
+		"InProgress":     {"409 operationInProgress passes.", gcpfake.ErrorFault{Code: 409, Reason: "operationInProgress"}, backend.ClassTransient},
+		"ProjectMissing": {"A 404 on an insert is not 'the instance is gone'.", gcpfake.ErrorFault{Code: 404}, backend.ClassPermanent},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.fault.Match = gcpfake.Match{Call: gcpfake.CallAddressesInsert}
+			tc.fault.Times = 1
+			e.fake.InjectError(tc.fault)
+			err := e.b.Create(ctx(t), desired())
+			if got := backend.ClassOf(err); got != tc.want {
+				t.Errorf("%s\nCreate = %v, class %s, want %s", tc.reason, err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCallDeadline(t *testing.T) {
+	e := newEnv(t)
+	e.b.timeout = time.Second
+	// The client retries a 503 on reads until its context ends: the call
+	// deadline must end it, well before the client's own 600 s.
+	e.fake.Storm(0, 0)
+	start := time.Now()
+	_, err := e.b.Observe(ctx(t), desired())
+	if backend.ClassOf(err) != backend.ClassTransient || time.Since(start) > 20*time.Second {
+		t.Errorf("Observe in a 503 storm = %v after %v, want a Transient error within the call deadline", err, time.Since(start))
+	}
+	if _, err := e.b.List(ctx(t)); backend.ClassOf(err) != backend.ClassTransient {
+		t.Errorf("List in a 503 storm = %v, want it to fail as a whole, Transient", err)
+	}
+}

@@ -1,0 +1,210 @@
+package gcpfake
+
+import (
+	"net/http"
+	"strings"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/protobuf/proto"
+)
+
+func (s *Server) insertInstance(r *http.Request) (proto.Message, error) {
+	project, zone := r.PathValue("project"), r.PathValue("zone")
+	if e := s.checkZone(project, zone); e != nil {
+		return nil, e
+	}
+	in := &computepb.Instance{}
+	if e := readBody(r, in); e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op, e := s.replay(project, r); e != nil || op != nil {
+		return opOrError(op, e)
+	}
+	k := key{project: project, scope: "zones/" + zone, name: in.GetName()}
+	b, e := s.buildInstance(k, in)
+	if e != nil {
+		return nil, e
+	}
+	if _, ok := s.st.instances[k]; ok {
+		return nil, errAlreadyExists(k.path("instances"))
+	}
+	rec := s.newOp(project, k.scope, "insert", k.link("instances"), b.inst.GetId())
+	if rec.fail = s.insertFailure(CallInstancesInsert, r, k, b); rec.fail != nil {
+		s.startOp(rec)
+		return s.remember(r, rec), nil
+	}
+	if e := s.allocateInstanceIPs(b.inst); e != nil {
+		delete(s.st.ops, rec.key)
+		return nil, e
+	}
+	s.st.instances[k] = &instanceRec{inst: b.inst, booting: true}
+	s.bindStatics(b.inst.GetSelfLink(), b.statics)
+	s.applyBoot(s.st.instances[k])
+	rec.instance = &k
+	s.startOp(rec)
+	return s.remember(r, rec), nil
+}
+
+// insertFailure decides whether an accepted insert fails in its operation:
+// an injected fault, the project's quota, or a static IP another instance
+// holds. GCE reports all three only in the operation.
+func (s *Server) insertFailure(call string, r *http.Request, k key, b *builtInstance) *opFailure {
+	if f := s.faults.takeOpFault(call, r, k); f != nil {
+		return f
+	}
+	if f := s.quotaFailure(k, b.cpus); f != nil {
+		return f
+	}
+	for _, ak := range b.statics {
+		a := s.st.addresses[ak]
+		if a.GetStatus() == "IN_USE" {
+			return &opFailure{code: "IP_IN_USE_BY_ANOTHER_RESOURCE", httpStatus: http.StatusBadRequest,
+				message: "IP '" + a.GetAddress() + "' is already being used by another resource."}
+		}
+	}
+	return nil
+}
+
+func (s *Server) getInstance(r *http.Request) (proto.Message, error) {
+	k, e := s.instanceKey(r)
+	if e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.instances[k] == nil {
+		return nil, errNotFound(k.path("instances"))
+	}
+	s.observeTarget(k.link("instances"))
+	s.stepInstance(k)
+	rec := s.st.instances[k]
+	if rec == nil { // the observation completed a delete
+		return nil, errNotFound(k.path("instances"))
+	}
+	return proto.CloneOf(rec.inst), nil
+}
+
+func (s *Server) deleteInstance(r *http.Request) (proto.Message, error) {
+	return s.instanceAction(r, "delete", CallInstancesDelete, func(k key, rec *instanceRec, op *opRec) {
+		rec.inst.Status = proto.String("STOPPING")
+		rec.booting = false
+		rec.busy = op.key.name
+		op.onDone = func() { s.removeInstance(k) }
+	})
+}
+
+func (s *Server) stopInstance(r *http.Request) (proto.Message, error) {
+	return s.instanceAction(r, "stop", CallInstancesStop, func(k key, rec *instanceRec, op *opRec) {
+		if rec.inst.GetStatus() == "TERMINATED" {
+			return // stopping a stopped instance succeeds and changes nothing
+		}
+		rec.inst.Status = proto.String("STOPPING")
+		rec.booting = false
+		rec.busy = op.key.name
+		op.onDone = func() {
+			s.terminate(rec)
+			rec.busy = ""
+		}
+	})
+}
+
+func (s *Server) startInstance(r *http.Request) (proto.Message, error) {
+	return s.instanceAction(r, "start", CallInstancesStart, func(k key, rec *instanceRec, op *opRec) {
+		switch rec.inst.GetStatus() {
+		case "TERMINATED", "SUSPENDED":
+			s.boot(rec, s.cfg.bootProvisioning)
+			op.instance = &k
+		}
+	})
+}
+
+// instanceAction runs the common part of delete, stop and start: replay,
+// lookup, the busy check, injected operation faults; then apply changes the
+// instance and arranges what happens when the operation completes.
+func (s *Server) instanceAction(r *http.Request, opType, call string, apply func(key, *instanceRec, *opRec)) (proto.Message, error) {
+	k, e := s.instanceKey(r)
+	if e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op, e := s.replay(k.project, r); e != nil || op != nil {
+		return opOrError(op, e)
+	}
+	rec := s.st.instances[k]
+	if rec == nil {
+		return nil, errNotFound(k.path("instances"))
+	}
+	if rec.busy != "" {
+		return nil, errNotReady(k.path("instances"))
+	}
+	op := s.newOp(k.project, k.scope, opType, k.link("instances"), rec.inst.GetId())
+	if op.fail = s.faults.takeOpFault(call, r, k); op.fail == nil {
+		apply(k, rec, op)
+	}
+	s.startOp(op)
+	return s.remember(r, op), nil
+}
+
+func (s *Server) listInstances(r *http.Request) (proto.Message, error) {
+	project, zone := r.PathValue("project"), r.PathValue("zone")
+	if e := s.checkZone(project, zone); e != nil {
+		return nil, e
+	}
+	q, e := parseListQuery(r)
+	if e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	// A list observes every instance of the zone as a GET would: a booting
+	// one moves on, a pending delete may complete. On GCE time does that; a
+	// client that polls by listing must see it as one that polls by GETs.
+	for k := range s.st.instances {
+		if k.project == project && k.scope == "zones/"+zone {
+			s.observeTarget(k.link("instances"))
+			s.stepInstance(k)
+		}
+	}
+	items := s.instancesIn(project, func(k key) bool { return k.scope == "zones/"+zone })
+	s.mu.Unlock()
+	page, next, e := filterAndPage(items, q)
+	if e != nil {
+		return nil, e
+	}
+	return &computepb.InstanceList{
+		Kind:          proto.String("compute#instanceList"),
+		Id:            proto.String("projects/" + project + "/zones/" + zone + "/instances"),
+		Items:         page,
+		SelfLink:      proto.String(scopeLink(project, "zones/"+zone) + "/instances"),
+		NextPageToken: optional(next),
+	}, nil
+}
+
+// instancesIn returns clones of the project's instances in scopes keep
+// accepts, sorted by zone and name. The caller holds s.mu.
+func (s *Server) instancesIn(project string, keep func(key) bool) []*computepb.Instance {
+	keys := make([]key, 0, len(s.st.instances))
+	for k := range s.st.instances {
+		if k.project == project && keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	sortKeys(keys)
+	out := make([]*computepb.Instance, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, proto.CloneOf(s.st.instances[k].inst))
+	}
+	return out
+}
+
+func (s *Server) instanceKey(r *http.Request) (key, *apiError) {
+	project, zone := r.PathValue("project"), r.PathValue("zone")
+	if e := s.checkZone(project, zone); e != nil {
+		return key{}, e
+	}
+	return key{project: project, scope: "zones/" + zone, name: r.PathValue("name")}, nil
+}
+
+func zoneOfKey(k key) string { return strings.TrimPrefix(k.scope, "zones/") }
