@@ -11,6 +11,7 @@ import (
 	"time"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // Credentials are the proxy's basic-auth credentials. They never appear in
@@ -69,6 +70,11 @@ type Observation[O any] struct {
 	Diff string
 	// ConfigChecksum of the proxy configuration the instance runs.
 	ConfigChecksum string
+	// Traffic is what the proxy served since its squid started, nil when
+	// the backend could not read it cheaply on this poll (never an error).
+	Traffic *squid.Traffic
+	// TrafficAt is when Traffic was read on the instance.
+	TrafficAt time.Time
 	// Extra holds the backend's own observed fields.
 	Extra O
 }

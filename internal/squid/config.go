@@ -25,6 +25,7 @@ package squid
 import (
 	"bytes"
 	"net/netip"
+	"time"
 )
 
 // Production defaults for the host-specific paths of a Config. They are where
@@ -94,6 +95,12 @@ type Config struct {
 	// HostsFile optionally replaces /etc/hosts for name resolution, which
 	// tests use to map names such as allowed.test to 127.0.0.1.
 	HostsFile string
+	// AccessLogSyslog, when set (e.g. "local4.info"), also sends the access
+	// log to syslog (the journal on a VM). TODO(issue 40, WP1): rendered.
+	AccessLogSyslog string
+	// ShutdownLifetime is how long squid lets open requests and tunnels
+	// finish when it stops; zero keeps squid's default. TODO(issue 40, WP1).
+	ShutdownLifetime time.Duration
 }
 
 // spec is a validated, normalised Config: every value in it is safe to write

@@ -45,6 +45,18 @@ type backendCase struct {
 	// traffic sends real requests through the proxy; nil skips the
 	// "serves traffic" specs (a hook for backends that cannot yet).
 	traffic *trafficCase
+	// instance reads, from the backend itself (not from the managed
+	// resource), what identifies the running instance: a live change
+	// must leave all of it unchanged. nil skips that check.
+	// TODO(issue 40): each backend sets it.
+	instance func(ctx context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity
+}
+
+// instanceIdentity is what must not change when a configuration is applied
+// live: the instance (or Deployment) ID, its creation time and, on a VM, the
+// boot ID the guest reports (a reboot changes it).
+type instanceIdentity struct {
+	ID, CreatedAt, BootID string
 }
 
 func (bc backendCase) timeout() time.Duration {
