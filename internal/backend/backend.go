@@ -33,6 +33,12 @@ type Desired[P any] struct {
 	Ownership Ownership
 	// Proxy is what the proxy allows.
 	Proxy commonv1alpha1.ProxyParameters
+	// AllowedPrivateDestinations are the private networks the policy of
+	// the provider config lets a proxy reach (spec.policy
+	// allowedPrivateDestinations). With denyPrivateDestinations false,
+	// squid refuses every other private address, whatever a name resolves
+	// to.
+	AllowedPrivateDestinations []string
 	// Credentials the proxy accepts.
 	Credentials Credentials
 	// Params are the backend's own parameters.

@@ -9,7 +9,6 @@ package backend
 import (
 	"golang.org/x/crypto/bcrypt"
 
-	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
@@ -23,14 +22,15 @@ const (
 // DefaultHTTPPorts are the API default of allowedHTTPPorts.
 func DefaultHTTPPorts() []int32 { return []int32{80, 443} }
 
-// SquidConfig converts what the proxy allows into the squid renderer's
+// SquidConfig converts what the proxy of d allows into the squid renderer's
 // input, with the paths squid uses on a VM or in the default image. Every
 // backend renders the same configuration from it.
 //
 // An empty port list takes the API default: the API refuses an empty list
 // (minItems 1), so here it can only mean the field was never defaulted. The
 // renderer itself denies on an empty list.
-func SquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
+func SquidConfig[P any](d Desired[P]) squid.Config {
+	p := d.Proxy
 	c := squid.Config{
 		Port:                    p.Port,
 		ClientCIDRs:             p.AllowedClientCIDRs,
@@ -38,6 +38,11 @@ func SquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
 		ConnectPorts:            p.AllowedConnectPorts,
 		HTTPPorts:               p.AllowedHTTPPorts,
 		DenyPrivateDestinations: p.DenyPrivateDestinations == nil || *p.DenyPrivateDestinations,
+	}
+	if !c.DenyPrivateDestinations {
+		// Only then: the policy of the config does not change the
+		// configuration of a proxy that denies every private range.
+		c.AllowedPrivateDestinations = d.AllowedPrivateDestinations
 	}
 	if c.Port == 0 {
 		c.Port = DefaultPort

@@ -21,9 +21,10 @@ import (
 func TestSquidConfig(t *testing.T) {
 	no := false
 	cases := map[string]struct {
-		reason string
-		p      commonv1alpha1.ProxyParameters
-		want   squid.Config
+		reason  string
+		p       commonv1alpha1.ProxyParameters
+		private []string
+		want    squid.Config
 	}{
 		"Defaults": {
 			reason: "An object no API server defaulted gets the API defaults, the private check on.",
@@ -39,15 +40,25 @@ func TestSquidConfig(t *testing.T) {
 				Port: 8080, AllowedClientCIDRs: []string{"10.0.0.0/8"}, AllowedDestinations: []string{"a.example"},
 				AllowedConnectPorts: []int32{8443}, AllowedHTTPPorts: []int32{8080}, DenyPrivateDestinations: &no,
 			},
+			private: []string{"10.20.0.0/16"},
 			want: squid.Config{
 				Port: 8080, ClientCIDRs: []string{"10.0.0.0/8"}, Destinations: []string{"a.example"},
-				ConnectPorts: []int32{8443}, HTTPPorts: []int32{8080},
+				ConnectPorts: []int32{8443}, HTTPPorts: []int32{8080}, AllowedPrivateDestinations: []string{"10.20.0.0/16"},
+			},
+		},
+		"PrivateRangesOnlyWhenAllowed": {
+			reason:  "The policy's private ranges do not change the configuration of a proxy that denies every private range.",
+			p:       commonv1alpha1.ProxyParameters{AllowedClientCIDRs: []string{"10.0.0.0/8"}},
+			private: []string{"10.20.0.0/16"},
+			want: squid.Config{
+				Port: DefaultPort, ClientCIDRs: []string{"10.0.0.0/8"}, ConnectPorts: []int32{443},
+				HTTPPorts: []int32{80, 443}, DenyPrivateDestinations: true,
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, SquidConfig(tc.p)); diff != "" {
+			if diff := cmp.Diff(tc.want, SquidConfig(Desired[struct{}]{Proxy: tc.p, AllowedPrivateDestinations: tc.private})); diff != "" {
 				t.Errorf("\n%s\nSquidConfig(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})

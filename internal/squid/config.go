@@ -77,7 +77,14 @@ type Config struct {
 	// and its updates, even when an allowed name resolves to one, so the
 	// proxy cannot reach the network it runs in (SSRF). It wins over
 	// Destinations. The cloud metadata servers are denied whatever it says.
+	// False still denies those ranges, except the CIDR and address
+	// Destinations and AllowedPrivateDestinations.
 	DenyPrivateDestinations bool
+	// AllowedPrivateDestinations are the special-purpose networks a name
+	// may resolve into while DenyPrivateDestinations is false: the policy's
+	// allowedPrivateDestinations. An allowed name that resolves, or
+	// rebinds, to any other private address is refused.
+	AllowedPrivateDestinations []string
 	// HtpasswdPath is the htpasswd file basic_ncsa_auth reads.
 	HtpasswdPath string
 
@@ -113,7 +120,7 @@ type spec struct {
 	nets         []netip.Prefix
 	connectPorts []int32
 	httpPorts    []int32
-	denyPrivate  bool
+	private      []netip.Prefix // the special-purpose ranges denied
 	htpasswd     string
 	pidFile      string
 	cacheLog     string

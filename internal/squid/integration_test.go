@@ -157,6 +157,9 @@ func startProxyEnv(t *testing.T, mod func(*Config), hosts []string, extra ...str
 		CoredumpDir:  e.dir.path,
 		HostsFile:    hostsFile,
 	}
+	// With the check off, the names may still resolve only into the
+	// private ranges the platform allows.
+	c.AllowedPrivateDestinations = []string{"127.0.0.1/32"}
 	mod(&c)
 	conf, err := Render(c)
 	if err != nil {
@@ -314,6 +317,35 @@ func TestSquidLoopbackDenyPrivate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.client.get(t, tc.target); got != http.StatusForbidden {
 				t.Errorf("\n%s\nGET %s: status %d, want %d", tc.reason, tc.target, got, http.StatusForbidden)
+			}
+		})
+	}
+}
+
+// TestSquidLoopbackAllowedPrivate shows that with the private check off
+// squid still refuses a private address outside allowedPrivateDestinations
+// (here 127.0.0.1/32) that an allowed name resolves to, while it serves
+// one inside. Nothing listens on 127.0.0.2, so a refusal that came from a failed
+// connection would be a 502 or 503, never squid's 403.
+func TestSquidLoopbackAllowedPrivate(t *testing.T) {
+	e := startProxyEnv(t, func(c *Config) {
+		c.Destinations = []string{"allowed.test", "other.test"}
+	}, []string{"127.0.0.2 other.test"})
+	authed := e.client(testUser, testPass)
+	cases := map[string]struct {
+		reason string
+		target string
+		want   int
+	}{
+		"Inside":         {"A name that resolves inside the allowed private range is served.", e.plainURL("allowed.test"), http.StatusOK},
+		"InsideConnect":  {"CONNECT to it is served.", e.connectURL("allowed.test"), http.StatusOK},
+		"Outside":        {"A name that resolves to a private address outside the allowed range is refused.", e.plainURL("other.test"), http.StatusForbidden},
+		"OutsideConnect": {"CONNECT to it is refused.", e.connectURL("other.test"), http.StatusForbidden},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := authed.get(t, tc.target); got != tc.want {
+				t.Errorf("\n%s\nGET %s: status %d, want %d", tc.reason, tc.target, got, tc.want)
 			}
 		})
 	}

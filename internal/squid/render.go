@@ -160,10 +160,8 @@ func writeACLs(l lines, s spec) {
 	for _, n := range metadataNames() {
 		l.d("acl", aclMetadataNames, "dstdomain", "-n", n)
 	}
-	if s.denyPrivate {
-		for _, r := range privateRanges() {
-			l.d("acl", aclPrivate, "dst", r)
-		}
+	for _, p := range s.private {
+		l.d("acl", aclPrivate, "dst", p.String())
 	}
 	for _, n := range s.names {
 		// -n: never reverse-resolve an IP literal to match it against names.
@@ -205,7 +203,7 @@ func writeAccess(l lines, s spec) {
 	l.comment("before it opens any connection, so a denied request sends no packet.")
 	l.d("http_access", "deny", aclMetadataNames)
 	l.d("http_access", "deny", aclMetadata)
-	if s.denyPrivate {
+	if len(s.private) > 0 {
 		l.comment("Checked against the resolved address, so an allowed name that resolves")
 		l.comment("into a private range is still refused.")
 		l.d("http_access", "deny", aclPrivate)

@@ -80,11 +80,12 @@ func renderCases() map[string]renderCase {
 				"http_access deny !ep_authed",
 				"http_access deny ep_metadata_names",
 				"http_access deny ep_metadata",
+				"http_access deny ep_private",
 				"http_access allow ep_dst_names",
 				"http_access allow ep_dst_nets",
 				"http_access deny all",
 			},
-			absent: []string{"http_access deny ep_private", "hosts_file /etc/hosts", "forwarded_for delete"},
+			absent: []string{"hosts_file /etc/hosts", "forwarded_for delete"},
 		},
 		"MetadataDeniedWhateverTheAllowlist": {
 			reason: "The metadata servers are denied by name and address before any allow, even with the private check off and them allowlisted.",
@@ -101,11 +102,68 @@ func renderCases() map[string]renderCase {
 				"acl ep_dst_nets dst fd20:ce::254/128",
 				"http_access deny ep_metadata_names",
 				"http_access deny ep_metadata",
+				"http_access deny ep_private",
 				"http_access allow ep_dst_names",
 				"http_access allow ep_dst_nets",
 				"http_access deny all",
 			},
-			absent: []string{"http_access deny ep_private"},
+			absent: []string{"acl ep_private dst 169.254.0.0/16"},
+		},
+		"PrivateCheckOffDeniesUnlisted": {
+			reason: "With the private check off, the private ranges a CIDR destination does not list stay denied, so an allowed name cannot resolve into them.",
+			c:      typical(),
+			want: []string{
+				"acl ep_private dst 10.0.0.0/8",
+				"acl ep_private dst 127.0.0.0/8",
+				"acl ep_private dst 169.254.0.0/16",
+				"acl ep_private dst 198.51.100.0/24",
+				"acl ep_private dst fc00::/7",
+				"http_access deny ep_metadata",
+				"http_access deny ep_private",
+				"http_access allow ep_dst_names",
+			},
+			absent: []string{"acl ep_private dst 203.0.113.0/24", "acl ep_private dst 2001:db8::/32"},
+		},
+		"PrivateCheckOffAllowsPolicyRanges": {
+			reason: "With the private check off, the private ranges outside allowedPrivateDestinations stay denied: 10.0.0.0/8 is split around 10.20.0.0/16, an IPv4-mapped and a host-bits entry are read as the networks they mean.",
+			c: typical(func(c *Config) {
+				c.Destinations = []string{".corp.example"}
+				c.AllowedPrivateDestinations = []string{"10.20.0.0/16", "::ffff:192.168.1.0/120", "fd00::1/8"}
+			}),
+			want: []string{
+				"acl ep_private dst 10.0.0.0/12",
+				"acl ep_private dst 10.16.0.0/14",
+				"acl ep_private dst 10.21.0.0/16",
+				"acl ep_private dst 10.22.0.0/15",
+				"acl ep_private dst 10.24.0.0/13",
+				"acl ep_private dst 10.32.0.0/11",
+				"acl ep_private dst 10.64.0.0/10",
+				"acl ep_private dst 10.128.0.0/9",
+				"acl ep_private dst 127.0.0.0/8",
+				"acl ep_private dst 192.168.0.0/24",
+				"acl ep_private dst 192.168.2.0/23",
+				"acl ep_private dst 192.168.128.0/17",
+				"acl ep_private dst fc00::/8",
+				"http_access deny ep_private",
+				"http_access allow ep_dst_names",
+			},
+			absent: []string{
+				"acl ep_private dst 10.0.0.0/8", "acl ep_private dst 10.20.0.0/16", "acl ep_private dst 192.168.0.0/16",
+				"acl ep_private dst 192.168.1.0/24", "acl ep_private dst fc00::/7", "acl ep_private dst fd00::/8",
+			},
+		},
+		"PrivateCheckOnIgnoresPolicyRanges": {
+			reason: "With the private check on, every private range is denied whatever allowedPrivateDestinations and the destinations list.",
+			c: typical(func(c *Config) {
+				c.DenyPrivateDestinations = true
+				c.AllowedPrivateDestinations = []string{"10.20.0.0/16"}
+			}),
+			want: []string{"acl ep_private dst 10.0.0.0/8", "acl ep_private dst 203.0.113.0/24", "http_access deny ep_private"},
+		},
+		"PrivateCheckOffEverythingListed": {
+			reason: "A proxy whose destinations cover every address has no private range left to deny (the policy decides whether it may).",
+			c:      typical(func(c *Config) { c.Destinations = []string{"0.0.0.0/0", "::/0"} }),
+			absent: []string{"http_access deny ep_private", "acl ep_private dst 10.0.0.0/8"},
 		},
 		"NoHTTPPortsDeniesPlainHTTP": {
 			reason: "No HTTP ports means no plain HTTP at all; CONNECT keeps its own ports.",

@@ -99,6 +99,7 @@ func configKey(c Config) string {
 	ints(c.HTTPPorts)
 	b.WriteString(strconv.FormatBool(c.DenyPrivateDestinations))
 	b.WriteByte(',')
+	strs(c.AllowedPrivateDestinations)
 	str(c.HtpasswdPath)
 	str(c.PIDFile)
 	str(c.CacheLog)

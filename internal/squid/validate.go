@@ -45,7 +45,7 @@ const (
 // validate checks every field of c and returns its normalised form. Each
 // error names the offending field, and the index for a list.
 func validate(c Config) (spec, error) {
-	s := spec{port: c.Port, denyPrivate: c.DenyPrivateDestinations}
+	s := spec{port: c.Port}
 	if c.Port < 1 || c.Port > 65535 {
 		return spec{}, fmt.Errorf(errFmtPort, "port", c.Port)
 	}
@@ -61,6 +61,9 @@ func validate(c Config) (spec, error) {
 		return spec{}, err
 	}
 	if s.names, s.nets, err = parseDestinations(c.Destinations); err != nil {
+		return spec{}, err
+	}
+	if s.private, err = deniedPrivate(c, s.nets); err != nil {
 		return spec{}, err
 	}
 	if s.connectPorts, err = parsePorts("connectPorts", c.ConnectPorts, MaxConnectPorts); err != nil {

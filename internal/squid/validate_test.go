@@ -108,6 +108,11 @@ func TestRenderValidation(t *testing.T) {
 		"CoredumpDirTooLong":  {"Paths are bounded.", typical(func(c *Config) { c.CoredumpDir = "/" + strings.Repeat(long, 4) }), errors.New(`coredumpDir: "/` + long[:63] + `...": is too long`)},
 		"AuthHelperMacro":     {"Macros are refused in paths.", typical(func(c *Config) { c.AuthHelper = "/usr/lib/${x}" }), errors.New(`authHelper: "/usr/lib/${x}": contains a forbidden character (allowed: letters, digits and . _ - /)`)},
 		"HostsFileRelative":   {"The hosts file path is absolute.", typical(func(c *Config) { c.HostsFile = "hosts" }), errors.New(`hostsFile: "hosts": must be an absolute, clean path`)},
+
+		// The platform's private ranges (the policy's allowedPrivateDestinations).
+		"AllowedPrivateNotCIDR": {"They must be CIDRs.", typical(func(c *Config) { c.AllowedPrivateDestinations = []string{"10.0.0.0/8", "corp"} }), errors.New(`allowedPrivateDestinations[1]: "corp": is not an IP address or CIDR`)},
+		"AllowedPrivateZone":    {"A zone names no network.", typical(func(c *Config) { c.AllowedPrivateDestinations = []string{"fe80::%eth0/64"} }), errors.New(`allowedPrivateDestinations[0]: "fe80::%eth0/64": is not an IP address or CIDR`)},
+		"AllowedPrivateTooMany": {"They are bounded like the policy's CRD.", typical(func(c *Config) { c.AllowedPrivateDestinations = many(MaxAllowedPrivateDestinations+1, "10.0.0.0/8") }), errors.New("allowedPrivateDestinations: 65 entries, at most 64 are allowed")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

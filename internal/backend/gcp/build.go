@@ -83,7 +83,7 @@ type proxyConfig struct {
 // an existing htpasswd file that still accepts the credentials, so its salt
 // (and the metadata holding it) does not change on every reconcile.
 func renderConfig(v *squid.Verifier, d Desired, existing []byte) (proxyConfig, error) {
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	conf, err := squid.Render(backend.SquidConfig(d))
 	if err != nil {
 		return proxyConfig{}, backend.Permanent(errors.Wrap(err, errRender))
 	}

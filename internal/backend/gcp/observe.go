@@ -163,7 +163,7 @@ func (b *Backend) observe(s spec, d Desired, p parts) (Observation, error) {
 // desiredChecksum is the checksum of the squid configuration d asks for,
 // rendered only when its parameters are new (squid.Sums).
 func (b *Backend) desiredChecksum(d Desired) (string, error) {
-	sum, err := b.sums.Sum(backend.SquidConfig(d.Proxy))
+	sum, err := b.sums.Sum(backend.SquidConfig(d))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}

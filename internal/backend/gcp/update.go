@@ -79,7 +79,7 @@ func (b *Backend) needsReplacement(s spec, d Desired, inst *computepb.Instance, 
 	if st, _ := instanceState(inst.GetStatus()); st == commonv1alpha1.StateStopped || st == commonv1alpha1.StateTerminated {
 		return true, nil
 	}
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	conf, err := squid.Render(backend.SquidConfig(d))
 	if err != nil {
 		return false, backend.Permanent(errors.Wrap(err, errRender))
 	}

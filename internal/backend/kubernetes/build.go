@@ -128,7 +128,7 @@ func instanceOf(d backend.Desired[Params]) instance {
 // squidConfig is the squid configuration of d as the container runs it:
 // logs to the container's streams, htpasswd at the mounted path.
 func squidConfig(d backend.Desired[Params]) squid.Config {
-	c := backend.SquidConfig(d.Proxy)
+	c := backend.SquidConfig(d)
 	c.AccessLog = accessLog
 	c.CacheLog = cacheLog
 	c.PIDFile = pidFile

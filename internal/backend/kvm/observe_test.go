@@ -30,7 +30,7 @@ type domainModifier func(*domainSpec, *metadata)
 func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Domain {
 	t.Helper()
 	p := withDefaults(d.Params)
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	conf, err := squid.Render(backend.SquidConfig(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func healthyVolumes(d Desired) []fakeModifier {
 }
 
 func observation(d Desired, mods ...func(*Observation)) Observation {
-	conf, _ := squid.Render(backend.SquidConfig(d.Proxy))
+	conf, _ := squid.Render(backend.SquidConfig(d))
 	o := Observation{
 		ID:             FormatInstanceID(testPool, d.Name),
 		State:          commonv1alpha1.StateRunning,

@@ -78,7 +78,7 @@ func (b *Backend) configChecksum(ctx context.Context, d Desired) (string, error)
 	}
 	// Rendered only when the parameters are new (squid.Sums): Observe
 	// asks on every poll.
-	sum, err := b.sums.Sum(backend.SquidConfig(d.Proxy))
+	sum, err := b.sums.Sum(backend.SquidConfig(d))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}
@@ -106,7 +106,7 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 		s.UserData, s.ConfigChecksum = ud, squid.Checksum(ud)
 		return s, nil
 	}
-	conf, err := squid.Render(backend.SquidConfig(d.Proxy))
+	conf, err := squid.Render(backend.SquidConfig(d))
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errRender))
 	}

@@ -66,6 +66,9 @@ type External[M resource.ModernManaged, P, O any] struct {
 	backend          backend.Backend[P, O]
 	creds            *CredentialStore
 	providerInstance string
+	// allowedPrivate are the private networks the policy of the provider
+	// config lets the proxy reach (Desired.AllowedPrivateDestinations).
+	allowedPrivate []string
 
 	// known are the credentials found earlier in this reconcile, so that
 	// Create right after Observe uses them without reading again.
@@ -102,6 +105,8 @@ func (e *External[M, P, O]) desired(mg M, c backend.Credentials) backend.Desired
 		Proxy:       e.kind.Proxy(mg),
 		Credentials: c,
 		Params:      e.kind.Params(mg),
+
+		AllowedPrivateDestinations: e.allowedPrivate,
 	}
 }
 

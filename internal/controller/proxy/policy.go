@@ -81,3 +81,12 @@ func checkPolicy(ctx context.Context, kube client.Client, mg resource.ModernMana
 	}
 	return backend.Permanent(errors.Wrap(errors.New(strings.Join(v, "; ")), errPolicyRefuses))
 }
+
+// allowedPrivate returns the private networks the policy of cfg lets its
+// proxies reach, which squid enforces on the addresses names resolve to.
+func allowedPrivate(cfg Config) []string {
+	if h, ok := cfg.Object.(PolicyHolder); ok {
+		return h.GetProxyPolicy().AllowedPrivateDestinations
+	}
+	return nil
+}

@@ -64,6 +64,9 @@ func TestConnectAppliesPolicy(t *testing.T) {
 	type want struct {
 		err   error
 		built bool
+		// private are the policy's private ranges the backend is given
+		// with what the proxy allows, for squid to enforce.
+		private []string
 	}
 
 	cases := map[string]struct {
@@ -79,12 +82,12 @@ func TestConnectAppliesPolicy(t *testing.T) {
 					`spec.forProvider.allowedDestinations[0] "10.0.0.0/8" is a private range not in ClusterProviderConfig "lab" spec.policy.allowedPrivateDestinations`), errPolicyRefuses))},
 		},
 		"PrivateWithinPolicy": {
-			reason: "A private destination the policy allows connects.",
+			reason: "A private destination the policy allows connects, and the backend is told the policy's private ranges.",
 			args: args{
 				get: get(lab(commonv1alpha1.ProxyPolicy{ProxyRules: commonv1alpha1.ProxyRules{AllowedPrivateDestinations: []string{"10.0.0.0/8"}}}), nil),
 				mg:  onLab(private),
 			},
-			want: want{built: true},
+			want: want{built: true, private: []string{"10.0.0.0/8"}},
 		},
 		"NamespaceNotSelected": {
 			reason: "A namespace the config's selector does not select is refused.",
@@ -118,9 +121,15 @@ func TestConnectAppliesPolicy(t *testing.T) {
 					return backend.Fns[kparams, kobs]{}, nil
 				},
 			}, Options{})
-			_, err := c.Connect(t.Context(), tc.args.mg)
+			ext, err := c.Connect(t.Context(), tc.args.mg)
 			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
 				t.Errorf("%s\nConnect(...): -want err, +got err:\n%s", tc.reason, diff)
+			}
+			if err == nil {
+				e := ext.(*traced[*v1alpha1.KubernetesProxy]).TypedExternalClient.(*External[*v1alpha1.KubernetesProxy, kparams, kobs]) //nolint:forcetypeassert // What Connect returns.
+				if diff := cmp.Diff(tc.want.private, e.desired(tc.args.mg, backend.Credentials{}).AllowedPrivateDestinations); diff != "" {
+					t.Errorf("%s\nConnect(...): Desired.AllowedPrivateDestinations: -want, +got:\n%s", tc.reason, diff)
+				}
 			}
 			if built != tc.want.built {
 				t.Errorf("%s\nConnect(...): backend built %t, want %t", tc.reason, built, tc.want.built)
