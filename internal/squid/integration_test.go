@@ -39,6 +39,9 @@ type proxyClient struct {
 	pass      string
 	localAddr string // optional source address
 	roots     *x509.CertPool
+	// dial optionally replaces the dialer, to reach a squid in another
+	// network namespace.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // get fetches target through the proxy and returns the status code: the
@@ -53,10 +56,14 @@ func (p proxyClient) get(t *testing.T, target string) int {
 	if p.localAddr != "" {
 		dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.localAddr)}
 	}
+	dial := dialer.DialContext
+	if p.dial != nil {
+		dial = p.dial
+	}
 	connectStatus := 0
 	tr := &http.Transport{
 		Proxy:             http.ProxyURL(pu),
-		DialContext:       dialer.DialContext,
+		DialContext:       dial,
 		DisableKeepAlives: true,
 		// httptest's certificate is for example.com; the name in the URL
 		// is the one squid's ACLs and hosts file know.
