@@ -103,7 +103,19 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
 }
 
-func TestManagedReconcilerTestDriver(t *testing.T) {
+// testDriver is the KVMProxy controller on a real API server, with a
+// ClusterProviderConfig of a private libvirtd's test driver whose pool holds
+// the base image base.qcow2.
+type testDriver struct {
+	e    *kube.Env
+	l    *golibvirt.Libvirt
+	pool golibvirt.StoragePool
+	ns   string
+	pc   *v1alpha1.ClusterProviderConfig
+}
+
+func startTestDriver(t *testing.T) testDriver {
+	t.Helper()
 	d := libvirtd.Start(t)
 	l := d.DialURI(t, "test")
 	pools, _, err := l.ConnectListAllStoragePools(1, 0)
@@ -115,24 +127,75 @@ func TestManagedReconcilerTestDriver(t *testing.T) {
 	}
 	e := kube.Start(t)
 	startKVMProvider(t, e)
-	ctx := t.Context()
 	ns := e.Namespace(t, "kvm")
 	// A local socket needs no credentials, which only a cluster-scoped
 	// config may use.
 	pc := testDriverConfig(ns, d.Socket)
-	if err := e.Client.Create(ctx, pc); err != nil {
+	if err := e.Client.Create(t.Context(), pc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
-	mg := kvmProxy(ns, pc.Name)
-	if err := e.Client.Create(ctx, mg); err != nil {
+	return testDriver{e: e, l: l, pool: pools[0], ns: ns, pc: pc}
+}
+
+// create creates a KVMProxy on the config, changed by mod, and returns its
+// key.
+func (d testDriver) create(t *testing.T, mod func(*v1alpha1.KVMProxy)) types.NamespacedName {
+	t.Helper()
+	mg := kvmProxy(d.ns, d.pc.Name)
+	mod(mg)
+	if err := d.e.Client.Create(t.Context(), mg); err != nil {
 		t.Fatal(err)
 	}
-	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
+	return types.NamespacedName{Namespace: d.ns, Name: mg.Name}
+}
+
+// waitSynced waits until the resource at nn is Synced=False with a message
+// that contains want, and returns it.
+func (d testDriver) waitSynced(t *testing.T, what string, nn types.NamespacedName, want string) *v1alpha1.KVMProxy {
+	t.Helper()
+	got := &v1alpha1.KVMProxy{}
+	waitFor(t, what, func() (bool, string) {
+		err := d.e.Client.Get(t.Context(), nn, got)
+		c := got.GetCondition(xpv2.TypeSynced)
+		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
+	})
+	return got
+}
+
+// deleteAndWait deletes mg and waits until it is gone.
+func (d testDriver) deleteAndWait(t *testing.T, mg *v1alpha1.KVMProxy) {
+	t.Helper()
+	if err := d.e.Client.Delete(t.Context(), mg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resource to be gone", func() (bool, string) {
+		err := d.e.Client.Get(t.Context(), client.ObjectKeyFromObject(mg), &v1alpha1.KVMProxy{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
+}
+
+// checkNothingMade fails the test unless the pool holds only the base image
+// and the driver only its own "test" domain.
+func (d testDriver) checkNothingMade(t *testing.T, when string) {
+	t.Helper()
+	vols, _, err := d.l.StoragePoolListAllVolumes(d.pool, 1, 0)
+	if err != nil || len(vols) != 1 || vols[0].Name != "base.qcow2" {
+		t.Errorf("volumes %s: want only base.qcow2, got %v, %v", when, vols, err)
+	}
+	if doms, _, err := d.l.ConnectListAllDomains(1, 0); err != nil || len(doms) != 1 {
+		t.Errorf("domains %s: want only the driver's own, got %v, %v", when, doms, err)
+	}
+}
+
+func TestManagedReconcilerTestDriver(t *testing.T) {
+	d := startTestDriver(t)
+	ctx := t.Context()
+	nn := d.create(t, func(*v1alpha1.KVMProxy) {})
 	got := &v1alpha1.KVMProxy{}
 	ready := func(notChecksum string) func() (bool, string) {
 		return func() (bool, string) {
-			err := e.Client.Get(ctx, nn, got)
+			err := d.e.Client.Get(ctx, nn, got)
 			c := got.GetCondition(xpv2.TypeReady)
 			ap := got.Status.AtProvider
 			return err == nil && c.Status == corev1.ConditionTrue && ap.ConfigChecksum != notChecksum && ap.Endpoint != "",
@@ -147,154 +210,87 @@ func TestManagedReconcilerTestDriver(t *testing.T) {
 	}
 	waitFor(t, "the connection Secret", func() (bool, string) {
 		s := &corev1.Secret{}
-		err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "proxy-conn"}, s)
+		err := d.e.Client.Get(ctx, types.NamespacedName{Namespace: d.ns, Name: "proxy-conn"}, s)
 		return err == nil && strings.HasPrefix(string(s.Data["url"]), "http://egressproxy:"), fmt.Sprint(err)
 	})
 
 	// A new allowlist replaces the VM: a new seed needs a fresh disk.
 	first := ap.ConfigChecksum
 	got.Spec.ForProvider.AllowedDestinations = []string{"api.example.org"}
-	if err := e.Client.Update(ctx, got); err != nil {
+	if err := d.e.Client.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "Ready=True with the new configuration", ready(first))
 
 	// A VM destroyed behind the provider's back is replaced.
-	dom, err := l.DomainLookupByName(name)
+	dom, err := d.l.DomainLookupByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.DomainDestroyFlags(dom, 0); err != nil {
+	if err := d.l.DomainDestroyFlags(dom, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the stopped VM to be replaced", func() (bool, string) {
-		now, err := l.DomainLookupByName(name)
+		now, err := d.l.DomainLookupByName(name)
 		if err != nil || now.UUID == dom.UUID {
 			return false, fmt.Sprint("same domain or none: ", err)
 		}
-		st, err := l.DomainState(name)
+		st, err := d.l.DomainState(name)
 		return err == nil && st == golibvirt.DomainRunning, fmt.Sprint(st, err)
 	})
 
-	if err := e.Client.Delete(ctx, got); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the resource to be gone", func() (bool, string) {
-		err := e.Client.Get(ctx, nn, &v1alpha1.KVMProxy{})
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
-	})
-	if _, err := l.DomainLookupByName(name); err == nil {
+	d.deleteAndWait(t, got)
+	if _, err := d.l.DomainLookupByName(name); err == nil {
 		t.Error("the domain outlived its resource")
 	}
-	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
-	if err != nil || len(vols) != 1 {
-		t.Errorf("volumes left: %v, %v", vols, err)
-	}
+	d.checkNothingMade(t, "after deleting the resource")
 }
 
-// TestManagedReconcilerForeignExternalName: a KVMProxy whose external name
-// is not the one derived from it ("base", whose overlay would be the base
-// image) is refused with a condition naming the annotation, and nothing in
-// the pool is touched.
-func TestManagedReconcilerForeignExternalName(t *testing.T) {
-	d := libvirtd.Start(t)
-	l := d.DialURI(t, "test")
-	pools, _, err := l.ConnectListAllStoragePools(1, 0)
-	if err != nil || len(pools) == 0 {
-		t.Fatalf("pools: %v", err)
+// TestManagedReconcilerRefused: a KVMProxy the provider must not act on is
+// refused with Synced=False naming why, and nothing in the pool or the
+// driver is touched.
+func TestManagedReconcilerRefused(t *testing.T) {
+	d := startTestDriver(t)
+	cases := map[string]struct {
+		reason string
+		mod    func(*v1alpha1.KVMProxy)
+		want   string
+		// Provisioned says PermanentError.
+		permanent bool
+	}{
+		"ForeignExternalName": {
+			reason: "An external name that is not the one derived from the resource (\"base\", whose overlay would be the base image) is refused, naming the annotation.",
+			mod: func(mg *v1alpha1.KVMProxy) {
+				mg.SetAnnotations(map[string]string{"crossplane.io/external-name": "base"})
+			},
+			want:      "crossplane.io/external-name",
+			permanent: true,
+		},
+		"Policy": {
+			reason: "A KVMProxy written directly that the config's policy refuses (a bridge it does not list, its own cloud-init) is refused, naming the fields and the rules.",
+			mod: func(mg *v1alpha1.KVMProxy) {
+				mg.Spec.ForProvider.Network = &v1alpha1.KVMNetwork{Bridge: ptr.To("br-mgmt")}
+				mg.Spec.ForProvider.UserDataSecretRef = &commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}
+			},
+			want: fmt.Sprintf(`spec.forProvider.network.bridge "br-mgmt" is not in ClusterProviderConfig %q spec.policy.kvm.bridges (unset: no bridge); `+
+				`spec.forProvider.userDataSecretRef is set but ClusterProviderConfig %q spec.policy.kvm.allowUserData is not true`, d.ns, d.ns),
+		},
 	}
-	if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>base.qcow2</name><capacity unit='bytes'>1073741824</capacity><target><format type='qcow2'/></target></volume>`, 0); err != nil {
-		t.Fatal(err)
-	}
-	e := kube.Start(t)
-	startKVMProvider(t, e)
-	ctx := t.Context()
-	ns := e.Namespace(t, "kvm")
-	pc := testDriverConfig(ns, d.Socket)
-	if err := e.Client.Create(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
-	mg := kvmProxy(ns, pc.Name)
-	mg.SetAnnotations(map[string]string{"crossplane.io/external-name": "base"})
-	if err := e.Client.Create(ctx, mg); err != nil {
-		t.Fatal(err)
-	}
-	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
-	got := &v1alpha1.KVMProxy{}
-	waitFor(t, "Synced=False naming the annotation", func() (bool, string) {
-		err := e.Client.Get(ctx, nn, got)
-		c := got.GetCondition(xpv2.TypeSynced)
-		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "crossplane.io/external-name"), fmt.Sprint(c, err)
-	})
-	if c := got.GetCondition(proxy.TypeProvisioned); c.Reason != "PermanentError" {
-		t.Errorf("Provisioned condition: want reason PermanentError, got %+v", c)
-	}
-	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
-	if err != nil || len(vols) != 1 || vols[0].Name != "base.qcow2" {
-		t.Errorf("volumes: want only base.qcow2, got %v, %v", vols, err)
-	}
-	if doms, _, err := l.ConnectListAllDomains(1, 0); err != nil || len(doms) != 1 {
-		// The test driver's own "test" domain only.
-		t.Errorf("domains: %v, %v", doms, err)
-	}
-	// Nothing was ever observed, so no finalizer was added: deleting the
-	// resource deletes nothing else.
-	if err := e.Client.Delete(ctx, got); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the resource to be gone", func() (bool, string) {
-		err := e.Client.Get(ctx, nn, &v1alpha1.KVMProxy{})
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
-	})
-	if vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0); err != nil || len(vols) != 1 {
-		t.Errorf("volumes after deleting the resource: %v, %v", vols, err)
-	}
-}
-
-// TestManagedReconcilerPolicy: a KVMProxy written directly that the
-// config's policy refuses (a bridge it does not list, its own cloud-init)
-// gets Synced=False naming the field and the rule, and nothing is made.
-func TestManagedReconcilerPolicy(t *testing.T) {
-	d := libvirtd.Start(t)
-	l := d.DialURI(t, "test")
-	pools, _, err := l.ConnectListAllStoragePools(1, 0)
-	if err != nil || len(pools) == 0 {
-		t.Fatalf("pools: %v", err)
-	}
-	if _, err := l.StorageVolCreateXML(pools[0], `<volume><name>base.qcow2</name><capacity unit='bytes'>1073741824</capacity><target><format type='qcow2'/></target></volume>`, 0); err != nil {
-		t.Fatal(err)
-	}
-	e := kube.Start(t)
-	startKVMProvider(t, e)
-	ctx := t.Context()
-	ns := e.Namespace(t, "kvm")
-	pc := testDriverConfig(ns, d.Socket)
-	if err := e.Client.Create(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), pc) })
-	mg := kvmProxy(ns, pc.Name)
-	mg.Spec.ForProvider.Network = &v1alpha1.KVMNetwork{Bridge: ptr.To("br-mgmt")}
-	mg.Spec.ForProvider.UserDataSecretRef = &commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}
-	if err := e.Client.Create(ctx, mg); err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf(`spec.forProvider.network.bridge "br-mgmt" is not in ClusterProviderConfig %q spec.policy.kvm.bridges (unset: no bridge); `+
-		`spec.forProvider.userDataSecretRef is set but ClusterProviderConfig %q spec.policy.kvm.allowUserData is not true`, ns, ns)
-	nn := types.NamespacedName{Namespace: ns, Name: mg.Name}
-	got := &v1alpha1.KVMProxy{}
-	waitFor(t, "Synced=False naming the rules", func() (bool, string) {
-		err := e.Client.Get(ctx, nn, got)
-		c := got.GetCondition(xpv2.TypeSynced)
-		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
-	})
-	vols, _, err := l.StoragePoolListAllVolumes(pools[0], 1, 0)
-	if err != nil || len(vols) != 1 || vols[0].Name != "base.qcow2" {
-		t.Errorf("volumes: want only base.qcow2, got %v, %v", vols, err)
-	}
-	if doms, _, err := l.ConnectListAllDomains(1, 0); err != nil || len(doms) != 1 {
-		// The test driver's own "test" domain only.
-		t.Errorf("domains: want only the driver's own, got %v, %v", doms, err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nn := d.create(t, func(mg *v1alpha1.KVMProxy) {
+				mg.Name = strings.ToLower(name)
+				tc.mod(mg)
+			})
+			got := d.waitSynced(t, "Synced=False", nn, tc.want)
+			if c := got.GetCondition(proxy.TypeProvisioned); tc.permanent && c.Reason != "PermanentError" {
+				t.Errorf("%s\nProvisioned condition: want reason PermanentError, got %+v", tc.reason, c)
+			}
+			d.checkNothingMade(t, "while refused")
+			// Nothing was ever observed, so no finalizer was added:
+			// deleting the resource deletes nothing else.
+			d.deleteAndWait(t, got)
+			d.checkNothingMade(t, "after deleting the resource")
+		})
 	}
 }
