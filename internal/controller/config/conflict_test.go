@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -110,11 +109,7 @@ func TestConflictRequeues(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.objs...).
-				WithStatusSubresource(&kubernetesv1alpha1.ProviderConfig{}).
-				WithIndex(&kubernetesv1alpha1.KubernetesProxy{}, indexConfigRef, configRefOf).
-				WithIndex(&corev1.Secret{}, indexHeld, heldOf).
-				WithInterceptorFuncs(tc.funcs).Build()
+			kube := fakeKube(t, s, tc.funcs, tc.objs...)
 			var r reconcile.Reconciler
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "default"}}
 			if tc.users {

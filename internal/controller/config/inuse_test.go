@@ -10,17 +10,15 @@ import (
 	"context"
 	"testing"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
@@ -51,26 +49,11 @@ func TestInUse(t *testing.T) {
 				Source: kvmv1alpha1.CredentialsSourceSecret, SecretRef: &commonv1alpha1.SecretReference{Name: "ssh"},
 			}},
 		},
-		&kubernetesv1alpha1.KubernetesProxy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
-			Spec: kubernetesv1alpha1.KubernetesProxySpec{ManagedResourceSpec: xpv2.ManagedResourceSpec{
-				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "used"},
-			}},
-		},
+		proxyUsing("team", "web", "ProviderConfig", "used"),
 		// A ClusterProviderConfig of the same name is not the namespaced one.
-		&kubernetesv1alpha1.KubernetesProxy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shared"},
-			Spec: kubernetesv1alpha1.KubernetesProxySpec{ManagedResourceSpec: xpv2.ManagedResourceSpec{
-				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "unused"},
-			}},
-		},
+		proxyUsing("team", "shared", "ClusterProviderConfig", "unused"),
 		// A resource of another namespace never holds this namespace's config.
-		&kubernetesv1alpha1.KubernetesProxy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "web"},
-			Spec: kubernetesv1alpha1.KubernetesProxySpec{ManagedResourceSpec: xpv2.ManagedResourceSpec{
-				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "unused"},
-			}},
-		},
+		proxyUsing("other", "web", "ProviderConfig", "unused"),
 		secret("team", "kubeconfig"),
 		secret("team", "other-kubeconfig"),
 		secret("team", "ssh"),
@@ -78,19 +61,8 @@ func TestInUse(t *testing.T) {
 		secret("team", "unrelated", "example.com/keep"),
 		secret("platform", "kubeconfig"),
 	}
-	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&corev1.Secret{}, indexHeld, heldOf)
-	for _, bk := range apis.Backends {
-		mg, err := s.New(bk.Managed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = b.WithIndex(mg.(client.Object), indexConfigRef, configRefOf)
-	}
-	kube := b.Build()
-	r := &InUse{client: kube}
-	for _, b := range apis.Backends {
-		r.groups = append(r.groups, group{Backend: b, scheme: s})
-	}
+	kube := fakeKube(t, s, interceptor.Funcs{}, objs...)
+	r := &InUse{client: kube, groups: groups(s)}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "team"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -50,22 +49,18 @@ func TestUsers(t *testing.T) {
 		writes++
 		return c.Update(ctx, obj, opts...)
 	}
-	kube := fake.NewClientBuilder().WithScheme(s).
-		WithObjects(pc, cpc,
-			proxyUsing("team", "web", "ProviderConfig", "default"),
-			// A namespaced config is not used from another namespace, and a
-			// ClusterProviderConfig of the same name is another config.
-			proxyUsing("other", "web", "ProviderConfig", "default"),
-			proxyUsing("other", "api", "ClusterProviderConfig", "default")).
-		WithStatusSubresource(pc, cpc).
-		WithIndex(&kubernetesv1alpha1.KubernetesProxy{}, indexConfigRef, configRefOf).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Update: count,
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-				writes++
-				return c.SubResource(sub).Update(ctx, obj, opts...)
-			},
-		}).Build()
+	kube := fakeKube(t, s, interceptor.Funcs{
+		Update: count,
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes++
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}, pc, cpc,
+		proxyUsing("team", "web", "ProviderConfig", "default"),
+		// A namespaced config is not used from another namespace, and a
+		// ClusterProviderConfig of the same name is another config.
+		proxyUsing("other", "web", "ProviderConfig", "default"),
+		proxyUsing("other", "api", "ClusterProviderConfig", "default"))
 	events := record.NewFakeRecorder(10)
 	g := kubernetesGroup(t, s)
 	configs := []struct {
