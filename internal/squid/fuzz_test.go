@@ -9,6 +9,7 @@ package squid
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,8 @@ func newChecker(f *testing.F) checker {
 		},
 		aclTypes: map[string]string{
 			aclClients: "src", aclConnectPorts: "port", aclHTTPPorts: "port", aclDstNames: "dstdomain", aclDstNets: "dst",
+			// Derived from the destinations and the allowed private ranges.
+			aclPrivate: "dst",
 		},
 	}
 	for _, c := range []Config{
@@ -232,8 +235,15 @@ func (ck checker) checkACL(f []string) string {
 	v := f[len(f)-1]
 	switch f[2] {
 	case "src", "dst":
-		if p, err := netip.ParsePrefix(v); err != nil || p.String() != v {
+		p, err := netip.ParsePrefix(v)
+		if err != nil || p.String() != v {
 			return "not a canonical CIDR"
+		}
+		if f[1] == aclPrivate && !slices.ContainsFunc(privateRanges(), func(r string) bool {
+			rp := netip.MustParsePrefix(r)
+			return rp.Bits() <= p.Bits() && rp.Contains(p.Addr())
+		}) {
+			return "a denied private range outside every private range"
 		}
 	case "port":
 		if p, err := strconv.Atoi(v); err != nil || p < 1 || p > 65535 {
@@ -269,6 +279,9 @@ func checkCounts(counts map[string]int, c Config, lastAccess string) string {
 		if counts[k] != 1 {
 			return fmt.Sprintf("%d %q lines, want 1", counts[k], k)
 		}
+	}
+	if c.DenyPrivateDestinations && counts["acl "+aclPrivate] != len(privateRanges()) {
+		return fmt.Sprintf("%d private ranges denied, want all %d", counts["acl "+aclPrivate], len(privateRanges()))
 	}
 	if counts["hosts_file"] > 1 {
 		return "more than one hosts_file line"
