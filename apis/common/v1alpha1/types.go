@@ -87,9 +87,12 @@ type ProxyParameters struct {
 	// (RFC 1918), CGNAT, link-local, documentation, NAT64, 6to4 and the
 	// other special-purpose ranges of RFC 6890, even when an allowed name
 	// resolves to one of them, so the proxy cannot be used to reach the
-	// network it runs in. The cloud metadata servers (169.254.169.254,
-	// fd20:ce::254, fd00:ec2::254, metadata.google.internal) are denied
-	// whatever this says.
+	// network it runs in. False still denies them except the CIDR and
+	// address destinations and the provider config's
+	// spec.policy.allowedPrivateDestinations, whatever a name resolves to.
+	// The cloud metadata servers (169.254.169.254, fd20:ce::254,
+	// fd00:ec2::254, metadata.google.internal) are denied whatever this
+	// says.
 	// +optional
 	// +kubebuilder:default=true
 	DenyPrivateDestinations *bool `json:"denyPrivateDestinations,omitempty"`
