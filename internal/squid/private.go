@@ -50,6 +50,9 @@ func deniedPrivate(c Config, nets []netip.Prefix) ([]netip.Prefix, error) {
 			holes = append(holes, p.Masked())
 		}
 	}
+	// Holes inside others go first: a policy's range holds the proxy's
+	// private destinations, so few holes remain, and few splits.
+	holes = minimalPrefixes(holes)
 	var out []netip.Prefix
 	for _, r := range privateRanges() {
 		out = append(out, subtract(netip.MustParsePrefix(r), holes)...)

@@ -434,3 +434,23 @@ func TestPrivateRanges(t *testing.T) {
 		})
 	}
 }
+
+// TestDeniedPrivateManyHoles shows the denied ranges stay few, and quick to
+// compute, when many destinations lie inside an allowed private range: the
+// policy's range holds them all, so they split nothing.
+func TestDeniedPrivateManyHoles(t *testing.T) {
+	c := typical(func(c *Config) {
+		c.AllowedPrivateDestinations = []string{"fc00::/7", "10.0.0.0/8"}
+		c.Destinations = nil
+		for i := range MaxDestinations {
+			c.Destinations = append(c.Destinations, netip.AddrFrom16([16]byte{0xfd, 15: byte(i), 14: byte(i >> 8)}).String())
+		}
+	})
+	s, err := validate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(privateRanges()) - 2; len(s.private) != want {
+		t.Errorf("denied private ranges: %d, want %d (all but the two allowed)", len(s.private), want)
+	}
+}
