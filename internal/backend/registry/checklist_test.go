@@ -17,16 +17,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
 const module = "github.com/egressproxy/provider-egressproxy/"
 
 // shared are the files and folders (their own .go files, tests aside) that
-// serve every backend and so must name none: they iterate apis.Backends.
+// serve every backend and so must name none: they iterate registry.Backends.
 var shared = []string{
-	"apis/egressproxy.go",
 	"cmd/provider",
 	"hack/dev",
 	"internal/backend",
@@ -43,8 +42,8 @@ var shared = []string{
 // registration are the shared files a new backend adds one line to, as
 // docs/backends.md ("Adding a backend") lists them.
 var registration = []string{
-	"apis/egressproxy.go",      // its description
-	"cmd/provider/backends.go", // its controller side
+	"internal/backend/registry/registry.go", // its description
+	"cmd/provider/backends.go",              // its controller side
 }
 
 // testDoubles are the shared files that list the backends' test doubles for
@@ -80,7 +79,7 @@ func TestNoSharedFileNamesABackend(t *testing.T) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if backendPackage(p) {
-				t.Errorf("%s imports %s, a backend's package: iterate apis.Backends instead, or register the backend in %s", rel, p, strings.Join(registration, " or "))
+				t.Errorf("%s imports %s, a backend's package: iterate registry.Backends instead, or register the backend in %s", rel, p, strings.Join(registration, " or "))
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -116,10 +115,10 @@ func TestNoSharedFileNamesABackend(t *testing.T) {
 func backendTerms(t *testing.T, root string) []string {
 	t.Helper()
 	var terms []string
-	for _, b := range apis.Backends {
+	for _, b := range registry.Backends {
 		terms = append(terms, strings.ToLower(b.Name), strings.ToLower(b.Managed.Kind), strings.ToLower(b.Managed.Group))
 	}
-	for _, pattern := range []string{"internal/backend/*/desc", "internal/controller/*proxy"} {
+	for _, pattern := range []string{"internal/backend/*/*desc", "internal/controller/*proxy"} {
 		dirs, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +126,7 @@ func backendTerms(t *testing.T, root string) []string {
 		for _, d := range dirs {
 			name := filepath.Base(d)
 			switch name {
-			case "desc":
+			case filepath.Base(filepath.Dir(d)) + "desc":
 				name = filepath.Base(filepath.Dir(d))
 			case "proxy":
 				// The controller side every backend shares.

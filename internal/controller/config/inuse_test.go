@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 func TestInUse(t *testing.T) {
@@ -79,7 +79,7 @@ func TestInUse(t *testing.T) {
 		secret("platform", "kubeconfig"),
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&corev1.Secret{}, indexHeld, heldOf)
-	for _, bk := range apis.Backends {
+	for _, bk := range registry.Backends {
 		mg, err := s.New(bk.Managed)
 		if err != nil {
 			t.Fatal(err)
@@ -88,8 +88,8 @@ func TestInUse(t *testing.T) {
 	}
 	kube := b.Build()
 	r := &InUse{client: kube}
-	for _, b := range apis.Backends {
-		r.groups = append(r.groups, group{Backend: b, scheme: s})
+	for _, b := range registry.Backends {
+		r.groups = append(r.groups, group{Description: b, scheme: s})
 	}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "team"}}); err != nil {
 		t.Fatal(err)

@@ -10,16 +10,16 @@ import (
 	"os"
 	"time"
 
-	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
-	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/gcpdesc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/kubernetesdesc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 )
 
 // The backends, for tests of one backend in particular.
 const (
-	BackendKubernetes = Backend(kubernetes.Name)
-	BackendGCP        = Backend(gcp.Name)
-	BackendKVM        = Backend(kvm.Name)
+	BackendKubernetes = Backend(kubernetesdesc.Name)
+	BackendGCP        = Backend(gcpdesc.Name)
+	BackendKVM        = Backend(kvmdesc.Name)
 )
 
 // A double is how the harness fakes one backend: the step that starts its
