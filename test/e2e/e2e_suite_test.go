@@ -147,7 +147,8 @@ var described = map[cluster.Backend]bool{}
 
 // TestEveryBackendDescribed fails when a backend of the provider has no
 // specs in this suite (a file of its own with var _ =
-// describeBackend(backendCase{...})), or specs are registered for a
+// describeBackend(backendCase{...}), which also describes its namespaced
+// XR, and var _ = registerHealth(...)), or specs are registered for a
 // backend the provider does not have: the suite iterates the provider's
 // backends, so a new one would otherwise silently go untested. TestE2E
 // checks the same first.
@@ -163,6 +164,11 @@ func undescribed() []string {
 	for _, b := range all {
 		if !described[b] {
 			out = append(out, fmt.Sprintf("the %s backend has no end-to-end specs: add test/e2e/%s_test.go with var _ = describeBackend(backendCase{backend: ...})", b, b))
+		}
+	}
+	for _, b := range all {
+		if !slices.ContainsFunc(healthCases, func(hc healthCase) bool { return hc.backend == b }) {
+			out = append(out, fmt.Sprintf("the %s backend has no health case: add var _ = registerHealth(healthCase{backend: ...}) to test/e2e/%s_test.go", b, b))
 		}
 	}
 	for b := range described {
