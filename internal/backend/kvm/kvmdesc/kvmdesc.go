@@ -6,8 +6,8 @@ SPDX-License-Identifier: Apache-2.0
 
 // Package kvmdesc describes the kvm backend to the registry: its names and
 // kinds, its section of the composition function's input (Defaults), and
-// how the function composes a KVMProxy from it. It imports no
-// libvirt client.
+// how the function composes a KVMProxy from it. It imports no libvirt
+// client.
 // +kubebuilder:object:generate=true
 package kvmdesc
 
