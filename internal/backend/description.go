@@ -27,7 +27,7 @@ const (
 // harness and make dev. Each backend exports one from its descriptor
 // package (internal/backend/<name>/<name>desc), which is light on purpose:
 // the function binary links it without a controller manager, a cloud SDK or
-// go-libvirt. package registry lists them all.
+// go-libvirt. Package registry lists them all.
 type Description struct {
 	// Name names the backend: the function input's backend and the name of
 	// its section, the value of the Composition label
