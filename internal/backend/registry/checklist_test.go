@@ -55,6 +55,7 @@ var registration = []string{
 	"cmd/provider/backends.go",                  // its controller side
 	"internal/function/input/v1alpha1/input.go", // its value of the backend enum and its section
 	"internal/testenv/cluster/cluster.go",       // a handle on its test double, if tests need one
+	"internal/testenv/cluster/tools.go",         // the build of its test double's binary, if any
 }
 
 // ownFiles are the files a new backend adds to shared folders, named after
