@@ -17,8 +17,11 @@ package generate
 // Managed resource, provider config and usage method sets.
 //go:generate go tool angryjet generate-methodsets --header-file=hack/boilerplate.go.txt ./apis/...
 
-// Composition function input: deepcopy methods and its CRD, which goes into
-// the function package. Never into package/provider/crds: the provider
-// package may hold only the provider's CRDs.
+// Composition function input: deepcopy methods of each backend's section
+// (go:generate in internal/backend/<name>/<name>desc/input.go), then of the
+// input, and its CRD, which goes into the function package. Never into
+// package/provider/crds: the provider package may hold only the provider's
+// CRDs.
+//go:generate go generate ./internal/backend/...
 //go:generate rm -rf package/function/input
 //go:generate go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./internal/function/input/... crd:crdVersions=v1 output:artifacts:config=package/function/input

@@ -14,7 +14,7 @@ import (
 )
 
 // backends are the controller sides of the backends built into this
-// provider binary, one line each, in the order of apis.Backends (a test
+// provider binary, one line each, in the order of registry.Backends (a test
 // checks both lists name the same backends). Each declares its own flags
 // and builds its factory from them.
 var backends = []proxy.Registration{

@@ -34,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/version"
@@ -103,7 +103,7 @@ func main() {
 	// name the CRD type, which the manager resolves at construction.
 	scheme := runtime.NewScheme()
 	kingpin.FatalIfError(clientgoscheme.AddToScheme(scheme), "Cannot add the core APIs to scheme")
-	kingpin.FatalIfError(apis.AddToScheme(scheme), "Cannot add the provider's APIs to scheme")
+	kingpin.FatalIfError(registry.AddToScheme(scheme), "Cannot add the provider's APIs to scheme")
 	kingpin.FatalIfError(apiextensionsv1.AddToScheme(scheme), "Cannot add CustomResourceDefinitions to scheme")
 
 	leaseDuration, renewDeadline := 60*time.Second, 50*time.Second

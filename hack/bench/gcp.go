@@ -45,6 +45,8 @@ const (
 	benchAddresses = "198.18.0.0/15"
 )
 
+var _ = registerBench(cluster.BackendGCP, func() bench { return &gcpBench{} })
+
 // gcpBench runs GCPProxy against the project's GCE fake, in this process:
 // the fake counts every request by API method.
 type gcpBench struct {

@@ -51,6 +51,8 @@ const (
 	controlPlane      = "control plane"
 )
 
+var _ = registerBench(cluster.BackendKubernetes, func() bench { return &kubeBench{} })
+
 // kubeBench runs KubernetesProxy against the control plane itself as the
 // target cluster, with kube-controller-manager and kwok's fake nodes so
 // that Deployments become available.

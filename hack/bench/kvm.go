@@ -44,6 +44,8 @@ const (
 // kvmPool is the pool of MR i (prefix bench) or baseline domain i (base).
 func kvmPool(prefix string, i int) string { return fmt.Sprintf("%s-pool-%d", prefix, i/perPool) }
 
+var _ = registerBench(cluster.BackendKVM, func() bench { return &kvmBench{} })
+
 // kvmBench runs KVMProxy against the test driver of a private libvirtd:
 // real RPCs, no VMs. Its state lives while a connection is open, so the
 // bench holds one for the whole run.

@@ -38,6 +38,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func main() {
 	o := options{}
 	var backends string
 	flag.IntVar(&o.n, "n", 200, "managed resources per backend")
-	flag.StringVar(&backends, "backends", "kubernetes,gcp,kvm", "comma-separated backends to measure, in order")
+	flag.StringVar(&backends, "backends", strings.Join(registry.Backends.Names(), ","), "comma-separated backends to measure, in order")
 	flag.DurationVar(&o.poll, "poll", time.Minute, "the provider's --poll")
 	flag.DurationVar(&o.steady, "steady", 0, "steady-state window after all are Ready; 0 means one poll interval")
 	flag.IntVar(&o.rate, "rate", 100, "the provider's --max-reconcile-rate, and the baseline's concurrency and client QPS (5x, as the provider's)")

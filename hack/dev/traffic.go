@@ -19,49 +19,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
-
-// A trafficSite is where make dev sends a request through a backend's
-// proxy from: the backend's own network namespace (the libvirt sandbox's,
-// the real node's), with the client's network and an origin there.
-type trafficSite struct {
-	netns, clientCIDR string
-	resolve           func(ctx context.Context, hostport string) (string, error)
-}
-
-// trafficSiteOf returns the site of a backend, or false when make dev
-// cannot send traffic through its proxies here (gcp, for now; kubernetes
-// on kwok's fake nodes).
-func trafficSiteOf(c *cluster.Cluster, b cluster.Backend) (trafficSite, bool) {
-	switch {
-	case b == cluster.BackendKVM && c.Libvirt != nil:
-		return trafficSite{netns: c.Libvirt.NetNS, clientCIDR: c.Libvirt.Prepared.Subnet.String()}, true
-	case b == cluster.BackendKubernetes && c.Node != nil:
-		return trafficSite{netns: c.Node.NetNS, clientCIDR: node.PodSubnet, resolve: traffic.ServiceResolver(c.Client)}, true
-	case b == cluster.BackendGCP && c.GCE != nil && c.GCE.Guests != nil:
-		return trafficSite{netns: c.GCE.Guests.NetNS, clientCIDR: c.GCE.Guests.Prepared.Subnet.String()}, true
-	}
-	return trafficSite{}, false
-}
 
 // allowTraffic lets an example claim serve make dev's request: it allows
 // the origin and, unless the claim allows it already, the client's network.
 func allowTraffic(c *cluster.Cluster, b cluster.Backend, claim *unstructured.Unstructured) {
-	site, ok := trafficSiteOf(c, b)
+	site, ok := c.TrafficSite(b)
 	if !ok {
 		return
 	}
 	dests, _, _ := unstructured.NestedStringSlice(claim.Object, "spec", "allowedDestinations")
 	_ = unstructured.SetNestedStringSlice(claim.Object, append(dests, traffic.AllowedOrigin+"/32"), "spec", "allowedDestinations")
 	clients, _, _ := unstructured.NestedStringSlice(claim.Object, "spec", "allowedClientCIDRs")
-	want := netip.MustParsePrefix(site.clientCIDR)
+	want := netip.MustParsePrefix(site.ClientCIDR)
 	if !slices.ContainsFunc(clients, func(s string) bool {
 		p, err := netip.ParsePrefix(s)
 		return err == nil && p.Bits() <= want.Bits() && p.Contains(want.Addr())
 	}) {
-		_ = unstructured.SetNestedStringSlice(claim.Object, append(clients, site.clientCIDR), "spec", "allowedClientCIDRs")
+		_ = unstructured.SetNestedStringSlice(claim.Object, append(clients, site.ClientCIDR), "spec", "allowedClientCIDRs")
 	}
 }
 
@@ -77,19 +53,19 @@ func proxiedRequests(ctx context.Context, c *cluster.Cluster, ns string, claims 
 		}
 	}()
 	for _, cl := range claims {
-		site, ok := trafficSiteOf(c, cl.backend)
+		site, ok := c.TrafficSite(cl.backend)
 		if !ok {
 			fmt.Printf("  %-10s %s: no client and origin for this backend here\n", cl.backend, cl.name)
 			continue
 		}
-		o := origins[site.netns]
+		o := origins[site.NetNS]
 		if o == nil {
 			var err error
-			if o, err = traffic.StartOrigin(site.netns, traffic.AllowedOrigin); err != nil {
+			if o, err = traffic.StartOrigin(site.NetNS, traffic.AllowedOrigin); err != nil {
 				fmt.Printf("  %-10s %s: cannot start the origin: %v\n", cl.backend, cl.name, err)
 				continue
 			}
-			origins[site.netns] = o
+			origins[site.NetNS] = o
 		}
 		u, err := proxyURL(ctx, c, ns, cl.name)
 		if err != nil {
@@ -98,7 +74,7 @@ func proxiedRequests(ctx context.Context, c *cluster.Cluster, ns string, claims 
 		}
 		target := "http://" + traffic.AllowedOrigin + "/"
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := traffic.Client{NetNS: site.netns, Proxy: u, Resolve: site.resolve}.Get(rctx, target)
+		res, err := traffic.Client{NetNS: site.NetNS, Proxy: u, Resolve: site.Resolve}.Get(rctx, target)
 		cancel()
 		shown := *u
 		shown.User = url.User(u.User.Username())

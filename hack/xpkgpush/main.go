@@ -15,7 +15,7 @@ SPDX-License-Identifier: Apache-2.0
 // architecture.
 //
 // -ca-file adds a CA to the system roots, for a registry whose certificate a
-// test harness signed (internal/testenv/registry). Credentials, if the
+// test harness signed (internal/testenv/ociregistry). Credentials, if the
 // registry needs any, come from the Docker config (~/.docker/config.json).
 package main
 

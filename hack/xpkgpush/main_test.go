@@ -18,11 +18,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 )
 
 func TestPush(t *testing.T) {
-	r := registry.Start(t, registry.Options{})
+	r := ociregistry.Start(t, ociregistry.Options{})
 	img, err := random.Image(512, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestPush(t *testing.T) {
 // TestPushIndex: the package files of several platforms go to one reference
 // as an image index, each under the platform its configuration names.
 func TestPushIndex(t *testing.T) {
-	r := registry.Start(t, registry.Options{})
+	r := ociregistry.Start(t, ociregistry.Options{})
 	dir := t.TempDir()
 	var files []string
 	for _, arch := range []string{"amd64", "arm64"} {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // setGate records what the gate is told, kind by kind.
@@ -29,8 +29,8 @@ func (g *setGate) Set(gvk schema.GroupVersionKind, ready bool) bool {
 }
 
 func TestOpenServed(t *testing.T) {
-	kvm := registry.Backend{Name: "kvm", Managed: schema.GroupVersionKind{Group: "kvm.m.egressproxy.io", Version: "v1alpha1", Kind: "KVMProxy"}}
-	gcp := registry.Backend{Name: "gcp", Managed: schema.GroupVersionKind{Group: "gcp.m.egressproxy.io", Version: "v1alpha1", Kind: "GCPProxy"}}
+	kvm := backend.Description{Name: "kvm", Managed: schema.GroupVersionKind{Group: "kvm.m.egressproxy.io", Version: "v1alpha1", Kind: "KVMProxy"}}
+	gcp := backend.Description{Name: "gcp", Managed: schema.GroupVersionKind{Group: "gcp.m.egressproxy.io", Version: "v1alpha1", Kind: "GCPProxy"}}
 	serving := func(gvks ...schema.GroupVersionKind) meta.RESTMapper {
 		m := meta.NewDefaultRESTMapper(nil)
 		for _, gvk := range gvks {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
@@ -31,8 +31,8 @@ const (
 
 // A Backend is one backend's controllers, ready to be added.
 type Backend struct {
-	// Description is the backend's entry in apis.Backends.
-	Description registry.Backend
+	// Description is the backend's entry in registry.Backends.
+	Description backend.Description
 	// Setup adds the backend's proxy controllers to mgr.
 	Setup func(mgr ctrl.Manager, o proxy.Options) error
 }
@@ -121,6 +121,6 @@ func addStateRecorder(mgr ctrl.Manager, o controller.Options, kind schema.GroupV
 }
 
 // gvks are the kinds whose CRDs a backend's controllers need.
-func gvks(b registry.Backend) []schema.GroupVersionKind {
+func gvks(b backend.Description) []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{b.Managed, b.ProviderConfig(), b.ClusterProviderConfig()}
 }

@@ -49,7 +49,6 @@ import (
 	// generated code, and the point is the wiring, not the types.
 	reuse "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -59,7 +58,7 @@ import (
 
 // The memory backend: a test-only backend whose instances live in a map.
 // Everything a real backend has outside its own folders is here: its
-// description (memoryBackend, which would go into apis.Backends) and its
+// description (memoryBackend, which would go into registry.Backends) and its
 // controller side (memoryController, which would go into
 // cmd/provider/backends.go).
 
@@ -70,7 +69,7 @@ type (
 	obs    = reuse.KubernetesProxyObservation
 )
 
-var memoryBackend = registry.Backend{
+var memoryBackend = backend.Description{
 	Name:          "memory",
 	Managed:       memoryGroup.WithKind("MemoryProxy"),
 	MaxNameLength: 63,

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
@@ -26,29 +26,30 @@ const (
 	errToUnstructured    = "cannot convert the managed resource parameters"
 )
 
-// A backend composes the managed resource of one backend.
-type backend struct {
+// A composer composes the managed resource of one backend.
+type composer struct {
 	// resource names the managed resource in the Composition.
 	resource resource.Name
+	name     string
 	gvk      schema.GroupVersionKind
-	composer registry.Composer
+	composer backend.Composer
 }
 
 // backendFor returns the backend the input asks for, from the provider's
 // list of backends.
-func backendFor(b v1alpha1.Backend) (backend, error) {
-	d, ok := apis.Backends.Lookup(string(b))
+func backendFor(b v1alpha1.Backend) (composer, error) {
+	d, ok := registry.Backends.Lookup(string(b))
 	if !ok {
-		return backend{}, errors.Errorf(errFmtUnknownBackend, b, strings.Join(apis.Backends.Names(), ", "))
+		return composer{}, errors.Errorf(errFmtUnknownBackend, b, strings.Join(registry.Backends.Names(), ", "))
 	}
-	return backend{resource: resource.Name(d.Composer.Resource), gvk: d.Managed, composer: d.Composer}, nil
+	return composer{resource: resource.Name(d.Composer.Resource), name: d.Name, gvk: d.Managed, composer: d.Composer}, nil
 }
 
 // compose returns the desired managed resource of the proxy, and warnings
 // about choices the function made for the claim.
-func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, []string, error) {
+func (b composer) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, []string, error) {
 	size, warnings := sizeOf(p.spec.Size)
-	params, w, err := b.composer.ForProvider(in, registry.Request{Proxy: p.spec.parameters(), Namespace: p.namespace, Size: size})
+	params, w, err := b.composer.ForProvider(in.Section(b.name), backend.ComposeRequest{Proxy: p.spec.parameters(), Namespace: p.namespace, Size: size})
 	if err != nil {
 		return nil, nil, err
 	}

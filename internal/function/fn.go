@@ -137,7 +137,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 // observed returns the backend's observed managed resource, or nil before
 // Crossplane has created it.
-func observed(req *fnv1.RunFunctionRequest, b backend) (*resource.ObservedComposed, error) {
+func observed(req *fnv1.RunFunctionRequest, b composer) (*resource.ObservedComposed, error) {
 	ocs, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		return nil, errors.Wrap(err, errGetObservedMRs)
@@ -152,7 +152,7 @@ func observed(req *fnv1.RunFunctionRequest, b backend) (*resource.ObservedCompos
 // setDesired adds the managed resource to the desired composed resources and
 // the XR's status and connection details to the desired XR, keeping what
 // earlier pipeline steps desired.
-func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in *v1alpha1.Input, b backend, mr *resource.DesiredComposed, oc *resource.ObservedComposed) error {
+func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in *v1alpha1.Input, b composer, mr *resource.DesiredComposed, oc *resource.ObservedComposed) error {
 	dcs, err := request.GetDesiredComposedResources(req)
 	if err != nil {
 		return errors.Wrap(err, errGetDesiredMRs)

@@ -9,7 +9,7 @@ package function
 import (
 	"fmt"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
 )
 
@@ -17,8 +17,8 @@ import (
 // not compose: usually a Composition copied from another backend's.
 func ignoredSections(in *v1alpha1.Input) []string {
 	var w []string
-	for _, b := range apis.Backends {
-		if b.Composer.HasInput(in) && b.Name != string(in.Backend) {
+	for _, b := range registry.Backends {
+		if in.Section(b.Name) != nil && b.Name != string(in.Backend) {
 			w = append(w, fmt.Sprintf("the function input's %s section is ignored: the backend is %s", b.Name, in.Backend))
 		}
 	}

@@ -9,7 +9,7 @@ package function
 import (
 	"fmt"
 
-	"github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // sizeOf returns the size a claim asks for. The XRD restricts and defaults
@@ -17,11 +17,11 @@ import (
 // proxy rather than none, and say so.
 func sizeOf(s string) (string, []string) {
 	switch s {
-	case v1alpha1.SizeSmall, v1alpha1.SizeMedium, v1alpha1.SizeLarge:
+	case backend.SizeSmall, backend.SizeMedium, backend.SizeLarge:
 		return s, nil
 	case "":
-		return v1alpha1.SizeSmall, nil
+		return backend.SizeSmall, nil
 	default:
-		return v1alpha1.SizeSmall, []string{fmt.Sprintf("unknown spec.size %q: composing a small proxy (sizes are small, medium and large)", s)}
+		return backend.SizeSmall, []string{fmt.Sprintf("unknown spec.size %q: composing a small proxy (sizes are small, medium and large)", s)}
 	}
 }

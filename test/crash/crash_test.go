@@ -137,10 +137,7 @@ func TestKill9(t *testing.T) {
 	phase := func(name string) { t.Logf("%-44s at %s", name, time.Since(begin).Round(time.Second)) }
 	e := startEnv(t)
 	ctx := t.Context()
-	targets := []*target{gcpTarget(t, e), kubernetesTarget(t, e)}
-	if kvm := kvmTarget(t, e); kvm != nil {
-		targets = append(targets, kvm)
-	}
+	targets := startTargets(t, e)
 	// Kill the provider before the test servers in front of the backends
 	// close, which wait for the requests they hold.
 	t.Cleanup(e.kill)

@@ -29,6 +29,8 @@ const (
 	gcpKey     = "gce-key"
 )
 
+var _ = registerTarget(cluster.BackendGCP, registration{start: gcpTarget})
+
 // gcpTarget serves the GCE fake on loopback, in this process, behind a
 // holder that can hold the response to an instances.insert, and points the
 // gcp backend's ClusterProviderConfig at it.

@@ -135,8 +135,6 @@ func (e *env) start(t *testing.T, gc bool, poll time.Duration) {
 		"--provider-instance=" + providerInstance,
 		// The key of generated passwords lives with the backends' Secrets.
 		"--namespace=" + secretNamespace,
-		// libvirt's test driver has no guest agent: Ready is running with an address.
-		"--no-kvm-serve-probe",
 		"--health-interval=0",
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(port),
@@ -146,6 +144,7 @@ func (e *env) start(t *testing.T, gc bool, poll time.Duration) {
 	if gc {
 		args[len(args)-1] = "--gc-interval=" + gcInterval.String()
 	}
+	args = append(args, targetFlags()...)
 	p, err := e.c.StartProcess("provider", e.bin, args, []string{"KUBECONFIG=" + e.c.Kubeconfig})
 	if err != nil {
 		t.Fatal(err)

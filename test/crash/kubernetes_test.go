@@ -37,6 +37,8 @@ const (
 	kubeSecret     = "target-kubeconfig"
 )
 
+var _ = registerTarget(cluster.BackendKubernetes, registration{start: kubernetesTarget})
+
 // kubernetesTarget makes the control plane the kubernetes backend's target
 // cluster, reached through a reverse proxy on loopback whose holder can
 // hold the response to the create of a proxy's Service, the last object

@@ -31,6 +31,12 @@ const (
 	namePrefix = "egp-"
 )
 
+var _ = registerTarget(cluster.BackendKVM, registration{
+	start: kvmTarget,
+	// libvirt's test driver has no guest agent: Ready is running with an address.
+	flags: []string{"--no-kvm-serve-probe"},
+})
+
 // kvmTarget runs a private libvirtd and points the kvm backend's
 // ClusterProviderConfig at its test driver, through a proxy of libvirt's
 // RPC protocol on loopback's unix socket that can hold the reply to the

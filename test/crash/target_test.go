@@ -11,10 +11,70 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
+
+// A registration is what one backend adds to the suite, from its own file
+// of this package: var _ = registerTarget(b, registration{...}).
+type registration struct {
+	// start sets the backend's test double up, points its
+	// ClusterProviderConfig at it and returns its target; nil when it
+	// cannot run here (it says why, and fails when CI=true).
+	start func(t *testing.T, e *env) *target
+	// flags are the provider flags the test double needs.
+	flags []string
+}
+
+// registrations are the backends' targets by backend.
+var registrations = map[cluster.Backend]registration{}
+
+// registerTarget registers the target of backend b.
+func registerTarget(b cluster.Backend, r registration) bool {
+	registrations[b] = r
+	return true
+}
+
+// startTargets starts the target of every backend of the provider, in the
+// order of the registry; a backend without one fails the test.
+func startTargets(t *testing.T, e *env) []*target {
+	t.Helper()
+	var out []*target
+	for _, b := range cluster.Backends() {
+		r, ok := registrations[b]
+		if !ok {
+			t.Errorf("the %s backend has no kill -9 target: add test/crash/%s_test.go with var _ = registerTarget(...)", b, b)
+			continue
+		}
+		if tg := r.start(t, e); tg != nil {
+			out = append(out, tg)
+		}
+	}
+	return out
+}
+
+// TestEveryBackendHasATarget is startTargets' check, without the control
+// plane: every backend of the provider goes through the kill -9 suite.
+func TestEveryBackendHasATarget(t *testing.T) {
+	for _, b := range cluster.Backends() {
+		if _, ok := registrations[b]; !ok {
+			t.Errorf("the %s backend has no kill -9 target: add test/crash/%s_test.go with var _ = registerTarget(...)", b, b)
+		}
+	}
+}
+
+// targetFlags are the provider flags of every backend's target.
+func targetFlags() []string {
+	var out []string
+	for _, b := range cluster.Backends() {
+		out = append(out, registrations[b].flags...)
+	}
+	return out
+}
 
 // A target is one backend under test: how its managed resources look, and
 // how the suite counts what exists at the backend, bypassing the provider.

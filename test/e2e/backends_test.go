@@ -84,6 +84,8 @@ type failureCase struct {
 // ContinueOnFailure: one broken behaviour (say, no connection Secret) must
 // not hide whether the others work.
 func describeBackend(bc backendCase) bool {
+	described[bc.backend] = true
+	describeNamespaced(namespacedCase{backend: bc.backend, readyTimeout: bc.timeout(), backendGone: bc.backendGone})
 	return Describe(fmt.Sprintf("EgressProxy claims on the %s backend", bc.backend), Ordered, ContinueOnFailure, Label(string(bc.backend)), func() {
 		r := &backendRun{bc: bc, ns: "team-a", name: "e2e-" + string(bc.backend)}
 		BeforeAll(func(ctx SpecContext) {

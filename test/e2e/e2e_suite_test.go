@@ -18,6 +18,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ type phase struct {
 }
 
 func TestE2E(t *testing.T) {
+	if e := undescribed(); len(e) > 0 {
+		t.Fatal(strings.Join(e, "\n"))
+	}
 	if kube.BinDir() == "" {
 		testenv.Missing(t, "the envtest binaries are not built (hack/tools.sh build etcd kube-apiserver kubectl)")
 	}
@@ -123,14 +127,53 @@ func chooseBackends() []cluster.Backend {
 	Expect(err).NotTo(HaveOccurred())
 	env.skipped, env.missing = map[cluster.Backend]string{}, map[cluster.Backend]string{}
 	var out []cluster.Backend
-	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
+	for _, b := range cluster.Backends() {
+		why := cluster.CannotRun(b)
 		switch {
 		case !wired[b]:
 			env.skipped[b] = fmt.Sprintf("the %s backend is not wired in cmd/provider/backends.go yet", b)
-		case b == cluster.BackendKVM && os.Geteuid() != 0:
-			env.missing[b] = "a private libvirtd needs root"
+		case why != "":
+			env.missing[b] = why
 		default:
 			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// described are the backends whose specs describeBackend registered: each
+// backend's file of this package registers its own.
+var described = map[cluster.Backend]bool{}
+
+// TestEveryBackendDescribed fails when a backend of the provider has no
+// specs in this suite (a file of its own with var _ =
+// describeBackend(backendCase{...}), which also describes its namespaced
+// XR, and var _ = registerHealth(...)), or specs are registered for a
+// backend the provider does not have: the suite iterates the provider's
+// backends, so a new one would otherwise silently go untested. TestE2E
+// checks the same first.
+func TestEveryBackendDescribed(t *testing.T) {
+	for _, e := range undescribed() {
+		t.Error(e)
+	}
+}
+
+func undescribed() []string {
+	var out []string
+	all := cluster.Backends()
+	for _, b := range all {
+		if !described[b] {
+			out = append(out, fmt.Sprintf("the %s backend has no end-to-end specs: add test/e2e/%s_test.go with var _ = describeBackend(backendCase{backend: ...})", b, b))
+		}
+	}
+	for _, b := range all {
+		if !slices.ContainsFunc(healthCases, func(hc healthCase) bool { return hc.backend == b }) {
+			out = append(out, fmt.Sprintf("the %s backend has no health case: add var _ = registerHealth(healthCase{backend: ...}) to test/e2e/%s_test.go", b, b))
+		}
+	}
+	for b := range described {
+		if !slices.Contains(all, b) {
+			out = append(out, fmt.Sprintf("end-to-end specs are registered for %q, which is no backend of the provider (internal/backend/registry)", b))
 		}
 	}
 	return out

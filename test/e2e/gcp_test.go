@@ -18,6 +18,8 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
+var _ = registerHealth(healthCase{backend: cluster.BackendGCP, group: "gcp.m.egressproxy.io", broken: brokenGCPConfigs})
+
 var _ = describeBackend(backendCase{
 	backend: cluster.BackendGCP,
 	// The fake hands out static addresses from 203.0.113.0/24 and

@@ -77,10 +77,13 @@ type healthCase struct {
 	broken func(ctx context.Context) []brokenConfig
 }
 
-var healthCases = []healthCase{
-	{backend: cluster.BackendKubernetes, group: "kubernetes.m.egressproxy.io", broken: brokenKubernetesConfigs},
-	{backend: cluster.BackendGCP, group: "gcp.m.egressproxy.io", broken: brokenGCPConfigs},
-	{backend: cluster.BackendKVM, group: "kvm.m.egressproxy.io", broken: brokenKVMConfigs},
+// healthCases are the backends' health cases, each registered from the
+// backend's own file: var _ = registerHealth(healthCase{...}).
+var healthCases []healthCase
+
+func registerHealth(hc healthCase) bool {
+	healthCases = append(healthCases, hc)
+	return true
 }
 
 // ContinueOnFailure: one backend's failure must not hide the others'.

@@ -30,6 +30,8 @@ import (
 // exist in the target cluster): the provider refuses it before any call.
 const brokenNamespace = "no-such-namespace"
 
+var _ = registerHealth(healthCase{backend: cluster.BackendKubernetes, group: "kubernetes.m.egressproxy.io", broken: brokenKubernetesConfigs})
+
 var _ = describeBackend(backendCase{
 	backend: cluster.BackendKubernetes,
 	// The proxy pods run on the real node (or, where it cannot run, on

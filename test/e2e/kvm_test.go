@@ -22,6 +22,8 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 )
 
+var _ = registerHealth(healthCase{backend: cluster.BackendKVM, group: "kvm.m.egressproxy.io", broken: brokenKVMConfigs})
+
 var _ = describeBackend(backendCase{
 	backend: cluster.BackendKVM,
 	// A VM on the sandbox's NAT network (libvirtd.DefaultSubnet).

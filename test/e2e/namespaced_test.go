@@ -50,15 +50,12 @@ type namespacedCase struct {
 	backendGone func(ctx context.Context, g Gomega, mr *unstructured.Unstructured)
 }
 
-// Each selects the shipped Composition of its backend, as the harness adapts
-// it to this machine (the real node's squid image, the libvirt sandbox's
-// guest image) for the claim API and the namespaced one alike.
-var _ = describeNamespaced(namespacedCase{backend: cluster.BackendKubernetes, readyTimeout: readyTimeout, backendGone: kubernetesGone})
-var _ = describeNamespaced(namespacedCase{backend: cluster.BackendGCP, readyTimeout: gcpReadyTimeout, backendGone: gcpGone})
-var _ = describeNamespaced(namespacedCase{backend: cluster.BackendKVM, readyTimeout: kvmReadyTimeout, backendGone: kvmGone})
-
 // describeNamespaced registers the specs of a namespaced EgressProxy XR on
-// one backend, in order from creation to deletion.
+// one backend, in order from creation to deletion; describeBackend calls it
+// for every backend. Each selects the shipped Composition of its backend, as
+// the harness adapts it to this machine (the real node's squid image, the
+// libvirt sandbox's guest image) for the claim API and the namespaced one
+// alike.
 func describeNamespaced(nc namespacedCase) bool {
 	return Describe(fmt.Sprintf("Namespaced EgressProxy XRs on the %s backend", nc.backend), Ordered, ContinueOnFailure,
 		Label("namespaced", string(nc.backend)), func() {

@@ -173,7 +173,7 @@ func secretValues(key string, v []byte) []string {
 // platform teams see.
 func statusKinds() []schema.GroupVersionKind {
 	gvks := []schema.GroupVersionKind{cluster.ClaimGVK(), cluster.CompositeGVK()}
-	for _, b := range []cluster.Backend{cluster.BackendKubernetes, cluster.BackendGCP, cluster.BackendKVM} {
+	for _, b := range cluster.Backends() {
 		mr := cluster.ManagedGVK(b)
 		gvks = append(gvks, mr,
 			schema.GroupVersionKind{Group: mr.Group, Version: mr.Version, Kind: "ProviderConfig"},

@@ -35,8 +35,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 // Crossplane's namespace and the Secrets core init fills.
@@ -130,7 +130,7 @@ func crossplaneCRDs(ctx context.Context, t *testing.T, core string) string {
 
 // startCrossplane runs core init, then core start with the External package
 // runtime and reg's CA in its CA bundle, and waits until it is ready.
-func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, reg *registry.Registry, dir string) {
+func startCrossplane(ctx context.Context, t *testing.T, p *plane, core string, reg *ociregistry.Registry, dir string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: xpNamespace}}
 	if err := p.kube.Create(ctx, ns); err != nil {

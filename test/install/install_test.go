@@ -32,8 +32,8 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 const (
@@ -82,7 +82,7 @@ func TestInstallConfiguration(t *testing.T) {
 	})
 	ctx := t.Context()
 
-	reg := registry.Start(t, registry.Options{Dir: filepath.Join(dir, "registry"), BlobsOnDisk: true})
+	reg := ociregistry.Start(t, ociregistry.Options{Dir: filepath.Join(dir, "registry"), BlobsOnDisk: true})
 	repo := reg.Host + "/" + org
 
 	// Build and push while the control plane starts: the builds are the
@@ -198,7 +198,7 @@ func TestInstallConfiguration(t *testing.T) {
 // buildAndPush runs what make xpkg REGISTRY=repo VERSION=version runs, with
 // the package overlay XPKG_OVERLAY=overlay unless empty, for the parts given
 // (default all four).
-func buildAndPush(ctx context.Context, cli string, reg *registry.Registry, repo, version, out, overlay string, parts ...string) error {
+func buildAndPush(ctx context.Context, cli string, reg *ociregistry.Registry, repo, version, out, overlay string, parts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
 	b := pkgruntime.Build{CLI: cli, Repo: repo, CAFile: reg.CAFile, Version: version, Out: out, Overlay: overlay, Parts: parts}

@@ -36,8 +36,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 // The claims of examples/composition this test creates, and what they
@@ -71,7 +71,7 @@ var (
 // buildUpgrades builds and pushes v0.2.0, the tree's packages with one real
 // change laid over them (a printer column on KubernetesProxy), and v0.3.0,
 // a Configuration that needs a Crossplane that does not exist.
-func buildUpgrades(ctx context.Context, cli string, reg *registry.Registry, repo, dir string) error {
+func buildUpgrades(ctx context.Context, cli string, reg *ociregistry.Registry, repo, dir string) error {
 	root := testenv.RepoRoot()
 	up := filepath.Join(dir, "overlay-"+upgradeVersion)
 	if err := pkgruntime.WriteUpgradeOverlay(up); err != nil {

@@ -29,7 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 )
 
 // TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
@@ -188,7 +188,7 @@ func TestXpkgFunctionName(t *testing.T) {
 			path:   "team.a/egress-proxy", want: "team-a-egress-proxy-function-egressproxy",
 		},
 	}
-	reg := registry.Start(t, registry.Options{})
+	reg := ociregistry.Start(t, ociregistry.Options{})
 	cli, env := fakeXpkgBuild(t)
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
@@ -269,7 +269,7 @@ func TestXpkgImageIndex(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles the function and pushes it: skipped with -short")
 	}
-	reg := registry.Start(t, registry.Options{})
+	reg := ociregistry.Start(t, ociregistry.Options{})
 	cli, env := fakeXpkgBuild(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*buildTimeout)

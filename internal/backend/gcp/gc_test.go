@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -150,7 +150,7 @@ func (e *env) insertVM(t *testing.T, zone string, d Desired, labels map[string]s
 func gceCollector(t *testing.T, b *Backend, instance, alive string, minAge time.Duration) *proxy.Collector[v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation] {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(

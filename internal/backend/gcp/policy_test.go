@@ -17,8 +17,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
-	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/gcpdesc"
 )
 
 func TestCheckPolicy(t *testing.T) {
@@ -164,8 +163,8 @@ func TestPolicyEnforced(t *testing.T) {
 // without a policy.
 func TestDefaultPolicyAllowsComposed(t *testing.T) {
 	b := newBackend(testProject, &services{})
-	for _, size := range []string{fninput.SizeSmall, fninput.SizeMedium, fninput.SizeLarge} {
-		d := desired(func(d *Desired) { d.Params.MachineType = desc.MachineTypeFor(size, nil) })
+	for _, size := range []string{backend.SizeSmall, backend.SizeMedium, backend.SizeLarge} {
+		d := desired(func(d *Desired) { d.Params.MachineType = gcpdesc.MachineTypeFor(size, nil) })
 		s, err := resolve(d)
 		if err != nil {
 			t.Fatal(err)

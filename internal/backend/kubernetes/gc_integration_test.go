@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	kubeenv "github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
@@ -151,7 +151,7 @@ func TestIntegrationGarbageCollection(t *testing.T) {
 func collector(t *testing.T, b *Backend, instance string, minAge time.Duration) *proxy.Collector[Params, Observation] {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(

@@ -22,8 +22,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/kubernetesdesc"
 )
 
 const testConfig = "ClusterProviderConfig default"
@@ -355,8 +354,8 @@ func TestKubernetesPolicy(t *testing.T) {
 // without spec.policy.kubernetes.
 func TestDefaultPolicyAllowsComposed(t *testing.T) {
 	p := &Policy{Config: testConfig, Namespaces: []string{AnyNamespace}}
-	for _, size := range []string{fninput.SizeSmall, fninput.SizeMedium, fninput.SizeLarge} {
-		if err := p.allow(desired(withReplicas(desc.ReplicasFor(size, nil)))); err != nil {
+	for _, size := range []string{backend.SizeSmall, backend.SizeMedium, backend.SizeLarge} {
+		if err := p.allow(desired(withReplicas(kubernetesdesc.ReplicasFor(size, nil)))); err != nil {
 			t.Errorf("size %s: %v", size, err)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
@@ -161,7 +161,7 @@ func checkDesired(d Desired) error {
 	if err := checkName(d.Name); err != nil {
 		return err
 	}
-	if want := backend.Name(d.Ownership.Owner, desc.Backend.MaxNameLength); d.Name != want {
+	if want := backend.Name(d.Ownership.Owner, kvmdesc.Backend.MaxNameLength); d.Name != want {
 		return backend.Permanent(errors.Errorf(errFmtExternalName, d.Name, want))
 	}
 	return nil
@@ -170,8 +170,8 @@ func checkDesired(d Desired) error {
 // checkName refuses names libvirt would misread: a volume name holds no
 // '/', and the names stay short enough for the volume suffixes.
 func checkName(name string) error {
-	if len(name) == 0 || len(name) > desc.Backend.MaxNameLength || !validName(name) {
-		return backend.Permanent(errors.Errorf(errFmtName, name, desc.Backend.MaxNameLength))
+	if len(name) == 0 || len(name) > kvmdesc.Backend.MaxNameLength || !validName(name) {
+		return backend.Permanent(errors.Errorf(errFmtName, name, kvmdesc.Backend.MaxNameLength))
 	}
 	return nil
 }

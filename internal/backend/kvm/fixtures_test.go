@@ -15,7 +15,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 )
 
 const (
@@ -46,7 +46,7 @@ type desiredModifier func(*Desired)
 func desired(mods ...desiredModifier) Desired {
 	owner := backend.Owner{UID: testUID, Namespace: testNamespace, Name: "proxy"}
 	d := Desired{
-		Name:      backend.Name(owner, desc.Backend.MaxNameLength),
+		Name:      backend.Name(owner, kvmdesc.Backend.MaxNameLength),
 		Ownership: backend.Ownership{Owner: owner, ProviderInstance: testInstance},
 		Proxy: commonv1alpha1.ProxyParameters{
 			Port:                3128,
@@ -74,7 +74,7 @@ func desired(mods ...desiredModifier) Desired {
 func withOwnerUID(uid string) desiredModifier {
 	return func(d *Desired) {
 		d.Ownership.Owner.UID = types.UID(uid)
-		d.Name = backend.Name(d.Ownership.Owner, desc.Backend.MaxNameLength)
+		d.Name = backend.Name(d.Ownership.Owner, kvmdesc.Backend.MaxNameLength)
 	}
 }
 

@@ -17,16 +17,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
 const module = "github.com/egressproxy/provider-egressproxy/"
 
-// shared are the files and folders (their own .go files, tests aside) that
-// serve every backend and so must name none: they iterate apis.Backends.
+// shared are the files and folders (their own .go files, tests aside, or
+// the file named) that serve every backend and so must name none: they
+// iterate registry.Backends, and the harness's and suites' registrations.
 var shared = []string{
-	"apis/egressproxy.go",
 	"cmd/provider",
 	"hack/dev",
 	"internal/backend",
@@ -36,22 +36,39 @@ var shared = []string{
 	"internal/controller/proxy",
 	"internal/function",
 	"internal/testenv/cluster/claims.go",
+	"internal/testenv/cluster/doubles.go",
 	"internal/testenv/cluster/packages.go",
+	"internal/testenv/cluster/provider.go",
 	"internal/testenv/cluster/wired.go",
+	"test/crash/crash_test.go",
+	"test/crash/harness_test.go",
+	"test/crash/target_test.go",
+	"test/e2e/e2e_suite_test.go",
+	"test/render/backends_test.go",
 }
 
-// registration are the shared files a new backend adds one line to, as
-// docs/backends.md ("Adding a backend") lists them.
+// registration are the shared files a new backend edits, as
+// docs/backends.md ("Adding a backend") lists them: one line or one field
+// each.
 var registration = []string{
-	"apis/egressproxy.go",      // its description
-	"cmd/provider/backends.go", // its controller side
+	"internal/backend/registry/registry.go",     // its description
+	"cmd/provider/backends.go",                  // its controller side
+	"internal/function/input/v1alpha1/input.go", // its value of the backend enum and its section
+	"internal/testenv/cluster/cluster.go",       // a handle on its test double, if tests need one
+	"internal/testenv/cluster/tools.go",         // the build of its test double's binary, if any
 }
 
-// testDoubles are the shared files that list the backends' test doubles for
-// the e2e suite and make dev: a backend without a test double is simply not
-// run there.
-var testDoubles = []string{
-	"hack/dev/traffic.go",
+// ownFiles are the files a new backend adds to shared folders, named after
+// it (<name>), each registering it with what iterates the backends there.
+var ownFiles = []string{
+	"internal/testenv/cluster/<name>.go", // its test double: registerDouble
+	"test/e2e/<name>_test.go",            // describeBackend, registerHealth
+	"test/crash/<name>_test.go",          // registerTarget
+	"hack/bench/<name>.go",               // registerBench
+	"package/configuration/composition-<name>.yaml",
+	"package/configuration-namespaced/composition-<name>.yaml",
+	"examples/composition/claim-<name>.yaml",
+	"examples/namespaced/egressproxy-<name>.yaml",
 }
 
 // allowedIdentifiers name no backend, though they contain a backend's name.
@@ -70,7 +87,7 @@ func TestNoSharedFileNamesABackend(t *testing.T) {
 	terms := backendTerms(t, root)
 	for _, path := range sharedFiles(t, root) {
 		rel, _ := filepath.Rel(root, path)
-		if slices.Contains(registration, rel) || slices.Contains(testDoubles, rel) {
+		if slices.Contains(registration, rel) {
 			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
@@ -80,7 +97,7 @@ func TestNoSharedFileNamesABackend(t *testing.T) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if backendPackage(p) {
-				t.Errorf("%s imports %s, a backend's package: iterate apis.Backends instead, or register the backend in %s", rel, p, strings.Join(registration, " or "))
+				t.Errorf("%s imports %s, a backend's package: iterate registry.Backends instead, or register the backend in %s", rel, p, strings.Join(registration, " or "))
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -116,10 +133,10 @@ func TestNoSharedFileNamesABackend(t *testing.T) {
 func backendTerms(t *testing.T, root string) []string {
 	t.Helper()
 	var terms []string
-	for _, b := range apis.Backends {
+	for _, b := range registry.Backends {
 		terms = append(terms, strings.ToLower(b.Name), strings.ToLower(b.Managed.Kind), strings.ToLower(b.Managed.Group))
 	}
-	for _, pattern := range []string{"internal/backend/*/desc", "internal/controller/*proxy"} {
+	for _, pattern := range []string{"internal/backend/*/*desc", "internal/controller/*proxy"} {
 		dirs, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +144,7 @@ func backendTerms(t *testing.T, root string) []string {
 		for _, d := range dirs {
 			name := filepath.Base(d)
 			switch name {
-			case "desc":
+			case filepath.Base(filepath.Dir(d)) + "desc":
 				name = filepath.Base(filepath.Dir(d))
 			case "proxy":
 				// The controller side every backend shares.
@@ -191,8 +208,8 @@ func sharedFiles(t *testing.T, root string) []string {
 }
 
 // TestChecklistNamesRegistration checks that the "Adding a backend"
-// checklist of docs/backends.md names the registration files, and stays
-// under six files.
+// checklist of docs/backends.md numbers exactly the shared files a new
+// backend edits, says how many, and names the files of its own it adds.
 func TestChecklistNamesRegistration(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "backends.md"))
 	if err != nil {
@@ -203,18 +220,31 @@ func TestChecklistNamesRegistration(t *testing.T) {
 		t.Fatal("docs/backends.md has no section ## Adding a backend")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	for _, f := range registration {
-		if !strings.Contains(section, "`"+f+"`") {
-			t.Errorf("the checklist of docs/backends.md does not name %s", f)
-		}
-	}
-	files := 0
+	var numbered []string
 	for _, l := range strings.Split(section, "\n") {
 		if len(l) > 2 && l[0] >= '1' && l[0] <= '9' && l[1] == '.' {
-			files++
+			numbered = append(numbered, l)
 		}
 	}
-	if files == 0 || files >= 6 {
-		t.Errorf("the checklist of docs/backends.md lists %d files a new backend touches; want 1 to 5", files)
+	if len(numbered) != len(registration) {
+		t.Errorf("the checklist of docs/backends.md numbers %d shared files a new backend edits; want the %d of registration", len(numbered), len(registration))
+	}
+	for i, f := range registration {
+		if i < len(numbered) && !strings.Contains(numbered[i], "`"+f+"`") {
+			t.Errorf("item %d of the checklist of docs/backends.md does not name %s: %s", i+1, f, numbered[i])
+		}
+	}
+	if count := numberWords[len(registration)]; !strings.Contains(section, "edits "+count+" shared files") {
+		t.Errorf("the checklist of docs/backends.md does not say it edits %s shared files", count)
+	}
+	if len(registration) > 6 {
+		t.Errorf("a new backend edits %d shared files; issue 37 allows at most 6", len(registration))
+	}
+	for _, f := range ownFiles {
+		if !strings.Contains(strings.Join(strings.Fields(section), " "), "`"+f+"`") {
+			t.Errorf("the checklist of docs/backends.md does not name %s, a file a new backend adds", f)
+		}
 	}
 }
+
+var numberWords = []string{"no", "one", "two", "three", "four", "five", "six"}

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
@@ -54,7 +54,7 @@ func options(o controller.Options) controller.Options {
 // group is one backend's API group, whose objects come from the scheme by
 // the kinds its description names.
 type group struct {
-	registry.Backend
+	backend.Description
 	scheme *runtime.Scheme
 }
 
@@ -71,19 +71,19 @@ func (g group) object(gvk schema.GroupVersionKind) (client.Object, error) {
 }
 
 func (g group) managedList() (resource.ManagedList, error) {
-	o, err := g.scheme.New(registry.ListOf(g.Managed))
+	o, err := g.scheme.New(backend.ListOf(g.Managed))
 	if err != nil {
-		return nil, errors.Wrapf(err, errFmtNewObject, registry.ListOf(g.Managed))
+		return nil, errors.Wrapf(err, errFmtNewObject, backend.ListOf(g.Managed))
 	}
 	l, ok := o.(resource.ManagedList)
 	if !ok {
-		return nil, errors.Errorf(errFmtNewObject, registry.ListOf(g.Managed))
+		return nil, errors.Errorf(errFmtNewObject, backend.ListOf(g.Managed))
 	}
 	return l, nil
 }
 
 func (g group) providerConfigList() (client.ObjectList, error) {
-	gvk := registry.ListOf(g.ProviderConfig())
+	gvk := backend.ListOf(g.ProviderConfig())
 	o, err := g.scheme.New(gvk)
 	if err != nil {
 		return nil, errors.Wrapf(err, errFmtNewObject, gvk)
@@ -107,7 +107,7 @@ func secretName(pc client.Object) string {
 	return name
 }
 
-// Setup adds the config controllers of every backend of apis.Backends at
+// Setup adds the config controllers of every backend of registry.Backends at
 // once. The provider adds each backend when its CRDs appear instead (see
 // NewConfigs).
 func Setup(mgr ctrl.Manager, o controller.Options) error {
@@ -115,7 +115,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range apis.Backends {
+	for _, b := range registry.Backends {
 		if err := c.Add(b); err != nil {
 			return err
 		}
@@ -142,8 +142,8 @@ func NewConfigs(mgr ctrl.Manager, o controller.Options) (*Configs, error) {
 
 // Add adds a users-counting controller for each config kind of b, and b's
 // kinds to the InUse controller.
-func (c *Configs) Add(b registry.Backend) error {
-	g := group{Backend: b, scheme: c.mgr.GetScheme()}
+func (c *Configs) Add(b backend.Description) error {
+	g := group{Description: b, scheme: c.mgr.GetScheme()}
 	mg, err := g.object(b.Managed)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func toConfig(kind schema.GroupVersionKind) handler.EventHandler {
 			return nil
 		}
 		nn := types.NamespacedName{Name: ref.Name}
-		if kind.Kind != registry.KindClusterProviderConfig {
+		if kind.Kind != backend.KindClusterProviderConfig {
 			nn.Namespace = o.GetNamespace()
 		}
 		return []reconcile.Request{{NamespacedName: nn}}

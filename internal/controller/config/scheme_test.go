@@ -17,15 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	kubernetesv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // testScheme has the core kinds and every backend's.
 func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, registry.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -35,9 +35,9 @@ func testScheme(t *testing.T) *runtime.Scheme {
 
 // groups are every backend's group of kinds.
 func groups(s *runtime.Scheme) []group {
-	gs := make([]group, 0, len(apis.Backends))
-	for _, b := range apis.Backends {
-		gs = append(gs, group{Backend: b, scheme: s})
+	gs := make([]group, 0, len(registry.Backends))
+	for _, b := range registry.Backends {
+		gs = append(gs, group{Description: b, scheme: s})
 	}
 	return gs
 }
@@ -50,7 +50,7 @@ func kubernetesGroup(t *testing.T, s *runtime.Scheme) group {
 			return g
 		}
 	}
-	t.Fatal("no kubernetes backend in apis.Backends")
+	t.Fatal("no kubernetes backend in registry.Backends")
 	return group{}
 }
 

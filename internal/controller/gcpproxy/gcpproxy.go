@@ -15,7 +15,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/gcpdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -28,7 +28,7 @@ type (
 
 // Controller is the controller side of the gcp backend.
 var Controller = proxy.Controller[*v1alpha1.GCPProxy, v1alpha1.GCPProxyParameters, v1alpha1.GCPProxyObservation]{
-	Backend: desc.Backend,
+	Backend: gcpdesc.Backend,
 	Kind: proxy.KindOf(
 		func(mg *v1alpha1.GCPProxy) v1alpha1.GCPProxyParameters { return mg.Spec.ForProvider },
 		func(p v1alpha1.GCPProxyParameters) commonv1alpha1.ProxyParameters { return p.ProxyParameters },
@@ -36,7 +36,7 @@ var Controller = proxy.Controller[*v1alpha1.GCPProxy, v1alpha1.GCPProxyParameter
 			o.ProxyObservation = c
 			mg.Status.AtProvider = o
 		},
-		desc.Backend.MaxNameLength),
+		gcpdesc.Backend.MaxNameLength),
 	Factory: func(*kingpin.Application) func(proxy.Env) BackendFactory {
 		return func(env proxy.Env) BackendFactory {
 			return NewFactory(WithCallTimeout(env.CallTimeout), WithDeletions(env.Deletions))

@@ -15,7 +15,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/kubernetesdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -29,7 +29,7 @@ type (
 // Controller is the controller side of the kubernetes backend. The target
 // cluster of InjectedIdentity is the provider's own.
 var Controller = proxy.Controller[*v1alpha1.KubernetesProxy, v1alpha1.KubernetesProxyParameters, v1alpha1.KubernetesProxyObservation]{
-	Backend: desc.Backend,
+	Backend: kubernetesdesc.Backend,
 	Kind: proxy.KindOf(
 		func(mg *v1alpha1.KubernetesProxy) v1alpha1.KubernetesProxyParameters { return mg.Spec.ForProvider },
 		func(p v1alpha1.KubernetesProxyParameters) commonv1alpha1.ProxyParameters { return p.ProxyParameters },
@@ -37,7 +37,7 @@ var Controller = proxy.Controller[*v1alpha1.KubernetesProxy, v1alpha1.Kubernetes
 			o.ProxyObservation = c
 			mg.Status.AtProvider = o
 		},
-		desc.Backend.MaxNameLength),
+		kubernetesdesc.Backend.MaxNameLength),
 	Factory: func(*kingpin.Application) func(proxy.Env) BackendFactory {
 		return func(env proxy.Env) BackendFactory {
 			return NewFactory(WithInjectedConfig(env.Self), WithCallTimeout(env.CallTimeout), WithReconcileRate(env.ReconcileRate), WithDeletions(env.Deletions))

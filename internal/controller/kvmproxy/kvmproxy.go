@@ -18,7 +18,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 )
 
@@ -37,7 +37,7 @@ const (
 
 // Controller is the controller side of the kvm backend.
 var Controller = proxy.Controller[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameters, v1alpha1.KVMProxyObservation]{
-	Backend: desc.Backend,
+	Backend: kvmdesc.Backend,
 	Kind: proxy.KindOf(
 		func(mg *v1alpha1.KVMProxy) v1alpha1.KVMProxyParameters { return mg.Spec.ForProvider },
 		func(p v1alpha1.KVMProxyParameters) commonv1alpha1.ProxyParameters { return p.ProxyParameters },
@@ -45,7 +45,7 @@ var Controller = proxy.Controller[*v1alpha1.KVMProxy, v1alpha1.KVMProxyParameter
 			o.ProxyObservation = c
 			mg.Status.AtProvider = o
 		},
-		desc.Backend.MaxNameLength),
+		kvmdesc.Backend.MaxNameLength),
 	Factory: flags,
 }
 

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // closer counts its Close calls, as a backend with informers stops them.
@@ -80,12 +80,12 @@ func TestClientCacheCloses(t *testing.T) {
 // backend of a config that stays is not.
 func TestDeletedConfigClosesBackend(t *testing.T) {
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	desc, ok := apis.Backends.Lookup("kubernetes")
+	desc, ok := registry.Backends.Lookup("kubernetes")
 	if !ok {
-		t.Fatal("no kubernetes backend in apis.Backends")
+		t.Fatal("no kubernetes backend in registry.Backends")
 	}
 	informers := &informertest.FakeInformers{Scheme: s}
 	d := &Deletions{}

@@ -23,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // testKind adapts KubernetesProxy as the kubernetesproxy package does; that
@@ -104,7 +104,7 @@ func givenSecret(c backend.Credentials) test.MockGetFn {
 func extScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

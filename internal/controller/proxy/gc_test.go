@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 type (
@@ -209,7 +209,7 @@ func TestCollectHungConfig(t *testing.T) {
 func collector(t *testing.T, name, instance string, b backend.Backend[kparams, kobs]) (*Collector[kparams, kobs], *int) {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(

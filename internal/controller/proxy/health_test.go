@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // checkedBackend is a backend with a health check.
@@ -36,7 +36,7 @@ func (b checkedBackend) CheckHealth(context.Context) error { return b.err }
 
 func TestHealthReporter(t *testing.T) {
 	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
+	if err := registry.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	good := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "good"}}

@@ -25,7 +25,6 @@ import (
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 const (
@@ -58,8 +57,8 @@ type Env struct {
 // A Registration is the controller side of one backend, as cmd/provider
 // lists it.
 type Registration interface {
-	// Description is the backend's entry in apis.Backends.
-	Description() registry.Backend
+	// Description is the backend's entry in registry.Backends.
+	Description() backend.Description
 	// Flags declares the backend's own provider flags on app, and returns
 	// the setup of its controllers, to call once app has parsed them.
 	Flags(app *kingpin.Application) func(mgr ctrl.Manager, o Options, env Env) error
@@ -70,8 +69,8 @@ type Registration interface {
 // <kind>proxy package exports one; everything else (connector, reconciler,
 // garbage collector, health reporter, config kinds) is built from it here.
 type Controller[M resource.ModernManaged, P, O any] struct {
-	// Backend is the backend's description, also listed in apis.Backends.
-	Backend registry.Backend
+	// Backend is the backend's description, also listed in registry.Backends.
+	Backend backend.Description
 	// Kind maps the managed resource onto the backend's parameters and the
 	// backend's observation onto the managed resource's status.
 	Kind Kind[M, P, O]
@@ -81,7 +80,7 @@ type Controller[M resource.ModernManaged, P, O any] struct {
 }
 
 // Description returns c.Backend.
-func (c Controller[M, P, O]) Description() registry.Backend { return c.Backend }
+func (c Controller[M, P, O]) Description() backend.Description { return c.Backend }
 
 // Flags declares the backend's flags and returns the setup of its
 // controllers.
@@ -128,7 +127,7 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 		return err
 	}
 	// Fail at start-up, not at the first reconcile, when a kind is missing.
-	for _, gvk := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig(), registry.ListOf(b.ProviderConfig()), registry.ListOf(b.ClusterProviderConfig()), registry.ListOf(b.Managed)} {
+	for _, gvk := range []schema.GroupVersionKind{b.ProviderConfig(), b.ClusterProviderConfig(), backend.ListOf(b.ProviderConfig()), backend.ListOf(b.ClusterProviderConfig()), backend.ListOf(b.Managed)} {
 		if !s.Recognizes(gvk) {
 			return errors.Errorf(errFmtNewObject, gvk)
 		}
@@ -152,9 +151,9 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 			Backend:    b.Name,
 			Kube:       mgr.GetClient(),
 			NewBackend: f,
-			NewOwners:  func() client.ObjectList { return mustNew[client.ObjectList](s, registry.ListOf(b.Managed)) },
+			NewOwners:  func() client.ObjectList { return mustNew[client.ObjectList](s, backend.ListOf(b.Managed)) },
 			NewConfigs: func() (client.ObjectList, client.ObjectList) {
-				return mustNew[client.ObjectList](s, registry.ListOf(b.ProviderConfig())), mustNew[client.ObjectList](s, registry.ListOf(b.ClusterProviderConfig()))
+				return mustNew[client.ObjectList](s, backend.ListOf(b.ProviderConfig())), mustNew[client.ObjectList](s, backend.ListOf(b.ClusterProviderConfig()))
 			},
 		}
 		if o.GCInterval > 0 {

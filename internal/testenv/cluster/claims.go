@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // ClaimGVK is the kind app teams create (package/configuration/xrd.yaml).
@@ -31,9 +31,9 @@ func CompositeGVK() schema.GroupVersionKind {
 }
 
 // ManagedGVK returns the managed resource kind of a backend, from its
-// description in apis.Backends; the zero GVK for an unknown backend.
+// description in registry.Backends; the zero GVK for an unknown backend.
 func ManagedGVK(b Backend) schema.GroupVersionKind {
-	d, _ := apis.Backends.Lookup(string(b))
+	d, _ := registry.Backends.Lookup(string(b))
 	return d.Managed
 }
 

@@ -32,8 +32,8 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 const (
@@ -124,7 +124,7 @@ type Cluster struct {
 	crossplaneCRDs string
 	stopBinder     context.CancelFunc
 	binderDone     chan struct{}
-	registry       *registry.Registry
+	registry       *ociregistry.Registry
 	runtime        *pkgruntime.Runtime
 	packageProcs   map[string]*Process // by name, what the runtime runs
 	stopRuntime    context.CancelFunc

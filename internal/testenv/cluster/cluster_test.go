@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 func TestManagedGVK(t *testing.T) {
@@ -25,8 +25,8 @@ func TestManagedGVK(t *testing.T) {
 	}{
 		"Known": {
 			reason: "A backend's managed resource kind is the one its description names.",
-			b:      Backend(apis.Backends[0].Name),
-			want:   apis.Backends[0].Managed,
+			b:      Backend(registry.Backends[0].Name),
+			want:   registry.Backends[0].Managed,
 		},
 		"Unknown": {
 			reason: "An unknown backend has no managed resource kind.",
@@ -44,8 +44,8 @@ func TestManagedGVK(t *testing.T) {
 
 func TestDoublesAreBackends(t *testing.T) {
 	for b := range doubles {
-		if _, ok := apis.Backends.Lookup(string(b)); !ok {
-			t.Errorf("the harness has a test double of %q, which apis.Backends does not list", b)
+		if _, ok := registry.Backends.Lookup(string(b)); !ok {
+			t.Errorf("the harness has a test double of %q, which registry.Backends does not list", b)
 		}
 	}
 }

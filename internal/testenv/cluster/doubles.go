@@ -7,24 +7,15 @@ SPDX-License-Identifier: Apache-2.0
 package cluster
 
 import (
+	"context"
 	"os"
-	"time"
-
-	gcp "github.com/egressproxy/provider-egressproxy/internal/backend/gcp/desc"
-	kubernetes "github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/desc"
-	kvm "github.com/egressproxy/provider-egressproxy/internal/backend/kvm/desc"
-)
-
-// The backends, for tests of one backend in particular.
-const (
-	BackendKubernetes = Backend(kubernetes.Name)
-	BackendGCP        = Backend(gcp.Name)
-	BackendKVM        = Backend(kvm.Name)
 )
 
 // A double is how the harness fakes one backend: the step that starts its
-// test double and creates its ClusterProviderConfig default. This table is
-// the harness's only list of backends; a backend without an entry runs
+// test double and creates its ClusterProviderConfig default. Each backend
+// registers its own from its file of this package (registerDouble); the
+// harness, the e2e suite and make dev iterate the backends of the provider
+// (Backends) and look their doubles up here. A backend without one runs
 // without a test double (its claims cannot become Ready in the e2e).
 type double struct {
 	step func(c *Cluster) step
@@ -39,20 +30,39 @@ type double struct {
 	// Configurations' Compositions for this machine (writeOverlay), as a
 	// platform team builds its own Configuration; nil keeps it as shipped.
 	adaptInput func(c *Cluster, input map[string]any) error
+	// site is where a client can reach the backend's proxies, when the
+	// double set up one; nil when it never does.
+	site func(c *Cluster) (TrafficSite, bool)
 }
 
-var doubles = map[Backend]double{
-	// The target cluster is this control plane.
-	BackendKubernetes: {always: true, step: func(c *Cluster) step {
-		return step{name: "kubernetes backend ProviderConfig", fn: c.setupKubernetesBackend}
-	}, adaptInput: kubernetesInput},
-	BackendGCP: {step: func(c *Cluster) step {
-		return step{name: "GCE fake and gcp ProviderConfig", log: "gcp-fake.log", fn: c.setupGCP}
-	}},
-	// A first run installs libvirt and QEMU with apt.
-	BackendKVM: {optional: true, cannotRun: needsRoot, step: func(c *Cluster) step {
-		return step{name: "private libvirtd and kvm ProviderConfig", fn: c.setupKVM, timeout: 12 * time.Minute}
-	}, adaptInput: kvmInput},
+var doubles = map[Backend]double{}
+
+// registerDouble registers the test double of backend b. Call it from a
+// package-level var of b's own file: var _ = registerDouble(...).
+func registerDouble(b Backend, d double) bool {
+	doubles[b] = d
+	return true
+}
+
+// A TrafficSite is where a client sends requests through a backend's
+// proxies from: the backend's own network namespace (the libvirt
+// sandbox's, the real node's), with the clients' network and room for an
+// origin (package traffic's addresses are bound there).
+type TrafficSite struct {
+	NetNS, ClientCIDR string
+	// Resolve resolves the proxy's host:port where the network namespace
+	// has no DNS for it (a Service's name); nil when it needs none.
+	Resolve func(ctx context.Context, hostport string) (string, error)
+}
+
+// TrafficSite returns the site of backend b, or false when no client can
+// reach its proxies here.
+func (c *Cluster) TrafficSite(b Backend) (TrafficSite, bool) {
+	d, ok := doubles[b]
+	if !ok || d.site == nil {
+		return TrafficSite{}, false
+	}
+	return d.site(c)
 }
 
 func needsRoot() string {

@@ -25,11 +25,29 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/gcpdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
+
+// BackendGCP is the gcp backend.
+const BackendGCP = Backend(gcpdesc.Name)
+
+// Its test double is the GCE fake, whose instances boot real guests where a
+// private libvirtd can run.
+var _ = registerDouble(BackendGCP, double{
+	step: func(c *Cluster) step {
+		return step{name: "GCE fake and gcp ProviderConfig", log: "gcp-fake.log", fn: c.setupGCP}
+	},
+	site: func(c *Cluster) (TrafficSite, bool) {
+		if c.GCE == nil || c.GCE.Guests == nil {
+			return TrafficSite{}, false
+		}
+		return TrafficSite{NetNS: c.GCE.Guests.NetNS, ClientCIDR: c.GCE.Guests.Prepared.Subnet.String()}, true
+	},
+})
 
 // The gcp backend's setup: the GCE fake stands in for Compute Engine.
 const (

@@ -12,15 +12,37 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
+
+// BackendKVM is the kvm backend.
+const BackendKVM = Backend(kvmdesc.Name)
+
+// Its test double is a private libvirtd booting the real guest image under
+// QEMU. A first run installs libvirt and QEMU with apt.
+var _ = registerDouble(BackendKVM, double{
+	optional:  true,
+	cannotRun: needsRoot,
+	step: func(c *Cluster) step {
+		return step{name: "private libvirtd and kvm ProviderConfig", fn: c.setupKVM, timeout: 12 * time.Minute}
+	},
+	adaptInput: kvmInput,
+	site: func(c *Cluster) (TrafficSite, bool) {
+		if c.Libvirt == nil {
+			return TrafficSite{}, false
+		}
+		return TrafficSite{NetNS: c.Libvirt.NetNS, ClientCIDR: c.Libvirt.Prepared.Subnet.String()}, true
+	},
+})
 
 const (
 	errFmtKVM   = "cannot set up the private libvirtd: %s"

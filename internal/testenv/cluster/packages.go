@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/registry"
 )
 
 // The packages as Crossplane's package manager names them: a package it
@@ -75,7 +75,7 @@ var (
 // startRegistry starts the OCI registry the packages are pushed to, on
 // loopback, behind TLS with a CA of its own that core trusts.
 func (c *Cluster) startRegistry() error {
-	reg, err := registry.New(registry.Options{Dir: c.dir("registry"), BlobsOnDisk: true})
+	reg, err := ociregistry.New(ociregistry.Options{Dir: c.dir("registry"), BlobsOnDisk: true})
 	if err != nil {
 		return errors.Wrap(err, errRegistry)
 	}

@@ -9,7 +9,7 @@ package cluster
 import (
 	"slices"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 )
 
 // A Backend runs egress proxies; it is also the value of the Composition
@@ -17,18 +17,18 @@ import (
 type Backend string
 
 // Backends returns every backend of the provider, in the order of
-// apis.Backends.
+// registry.Backends.
 func Backends() []Backend {
-	out := make([]Backend, 0, len(apis.Backends))
-	for _, n := range apis.Backends.Names() {
+	out := make([]Backend, 0, len(registry.Backends))
+	for _, n := range registry.Backends.Names() {
 		out = append(out, Backend(n))
 	}
 	return out
 }
 
 // WiredBackends returns the backends that cmd/provider builds in: every
-// backend of apis.Backends, since registering a backend is wiring it (a
-// test of cmd/provider keeps its list and apis.Backends the same).
+// backend of registry.Backends, since registering a backend is wiring it (a
+// test of cmd/provider keeps its list and registry.Backends the same).
 func WiredBackends() (map[Backend]bool, error) {
 	wired := map[Backend]bool{}
 	for _, b := range Backends() {

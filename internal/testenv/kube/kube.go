@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/egressproxy/provider-egressproxy/apis"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
@@ -81,7 +81,7 @@ func (e *Env) init() error {
 	if err := clientgoscheme.AddToScheme(e.Scheme); err != nil {
 		return errors.Wrap(err, errScheme)
 	}
-	if err := apis.AddToScheme(e.Scheme); err != nil {
+	if err := registry.AddToScheme(e.Scheme); err != nil {
 		return errors.Wrap(err, errScheme)
 	}
 	c, err := client.New(e.Config, client.Options{Scheme: e.Scheme})

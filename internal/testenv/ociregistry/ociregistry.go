@@ -4,11 +4,11 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package registry runs an OCI registry in the test process, on loopback,
+// Package ociregistry runs an OCI registry in the test process, on loopback,
 // behind TLS with a CA of its own, so that Crossplane's package manager can
 // pull the project's packages the way it pulls them from a real registry:
 // over HTTPS, by semver tag, trusting the CA through its CA bundle setting.
-package registry
+package ociregistry
 
 import (
 	"context"

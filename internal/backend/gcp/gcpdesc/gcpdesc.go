@@ -4,32 +4,32 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package desc describes the gcp backend to the registry: its names and
-// kinds, and how the composition function composes a GCPProxy.
-package desc
+// Package gcpdesc describes the gcp backend to the registry: its names and
+// kinds, its section of the composition function's input (Defaults), and
+// how the function composes a GCPProxy from it.
+// +kubebuilder:object:generate=true
+package gcpdesc
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/utils/ptr"
 
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
-	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // Name of the backend.
 const Name = "gcp"
 
 // Backend describes the gcp backend.
-var Backend = registry.Backend{
+var Backend = backend.Description{
 	Name:    Name,
 	Managed: v1alpha1.GCPProxyGroupVersionKind,
 	// A Compute Engine resource name.
 	MaxNameLength: 63,
 	AddToScheme:   v1alpha1.SchemeBuilder.AddToScheme,
-	Composer: registry.Composer{
+	Composer: backend.Composer{
 		Resource:    "gcp-proxy",
-		HasInput:    func(in *fninput.Input) bool { return in.GCP != nil },
 		ForProvider: forProvider,
 	},
 }
@@ -44,8 +44,8 @@ const (
 	defaultMachineTypeLarge  = "e2-standard-2"
 )
 
-func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
-	d := in.GCP
+func forProvider(section any, r backend.ComposeRequest) (any, []string, error) {
+	d, _ := section.(*Defaults)
 	if d == nil || d.Zone == "" {
 		return nil, nil, errors.New(errNoZone)
 	}
@@ -61,14 +61,14 @@ func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
 }
 
 // MachineTypeFor maps a size onto a Compute Engine machine type.
-func MachineTypeFor(size string, m *fninput.MachineTypesPerSize) string {
+func MachineTypeFor(size string, m *MachineTypesPerSize) string {
 	if m == nil {
-		m = &fninput.MachineTypesPerSize{}
+		m = &MachineTypesPerSize{}
 	}
 	switch size {
-	case fninput.SizeMedium:
+	case backend.SizeMedium:
 		return firstNonEmpty(m.Medium, defaultMachineTypeMedium)
-	case fninput.SizeLarge:
+	case backend.SizeLarge:
 		return firstNonEmpty(m.Large, defaultMachineTypeLarge)
 	default:
 		return firstNonEmpty(m.Small, defaultMachineTypeSmall)

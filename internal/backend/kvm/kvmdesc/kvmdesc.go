@@ -4,33 +4,33 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package desc describes the kvm backend to the registry: its names and
-// kinds, and how the composition function composes a KVMProxy. It imports
-// no libvirt client.
-package desc
+// Package kvmdesc describes the kvm backend to the registry: its names and
+// kinds, its section of the composition function's input (Defaults), and
+// how the function composes a KVMProxy from it. It imports no libvirt
+// client.
+// +kubebuilder:object:generate=true
+package kvmdesc
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/utils/ptr"
 
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
-	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // Name of the backend.
 const Name = "kvm"
 
 // Backend describes the kvm backend.
-var Backend = registry.Backend{
+var Backend = backend.Description{
 	Name:    Name,
 	Managed: v1alpha1.KVMProxyGroupVersionKind,
 	// A libvirt domain and volume name.
 	MaxNameLength: 63,
 	AddToScheme:   v1alpha1.SchemeBuilder.AddToScheme,
-	Composer: registry.Composer{
+	Composer: backend.Composer{
 		Resource:    "kvm-proxy",
-		HasInput:    func(in *fninput.Input) bool { return in.KVM != nil },
 		ForProvider: forProvider,
 	},
 }
@@ -40,8 +40,8 @@ const (
 	errNetwork     = "the function input's kvm.network must set exactly one of name and bridge"
 )
 
-func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
-	d := in.KVM
+func forProvider(section any, r backend.ComposeRequest) (any, []string, error) {
+	d, _ := section.(*Defaults)
 	if d == nil || d.BaseImageVolume == "" {
 		return nil, nil, errors.New(errNoBaseImage)
 	}
@@ -65,13 +65,13 @@ func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
 }
 
 // SizeFor maps a size onto the vCPUs and memory of a VM.
-func SizeFor(size string, s *fninput.KVMSizes) fninput.KVMSize {
-	var in *fninput.KVMSize
+func SizeFor(size string, s *Sizes) KVMSize {
+	var in *KVMSize
 	if s != nil {
 		switch size {
-		case fninput.SizeMedium:
+		case backend.SizeMedium:
 			in = s.Medium
-		case fninput.SizeLarge:
+		case backend.SizeLarge:
 			in = s.Large
 		default:
 			in = s.Small
@@ -84,13 +84,13 @@ func SizeFor(size string, s *fninput.KVMSizes) fninput.KVMSize {
 }
 
 // defaultSize is the built-in VM size of a size.
-func defaultSize(size string) fninput.KVMSize {
+func defaultSize(size string) KVMSize {
 	switch size {
-	case fninput.SizeMedium:
-		return fninput.KVMSize{VCPUs: 2, MemoryMiB: 1024}
-	case fninput.SizeLarge:
-		return fninput.KVMSize{VCPUs: 4, MemoryMiB: 2048}
+	case backend.SizeMedium:
+		return KVMSize{VCPUs: 2, MemoryMiB: 1024}
+	case backend.SizeLarge:
+		return KVMSize{VCPUs: 4, MemoryMiB: 2048}
 	default:
-		return fninput.KVMSize{VCPUs: 1, MemoryMiB: 512}
+		return KVMSize{VCPUs: 1, MemoryMiB: 512}
 	}
 }

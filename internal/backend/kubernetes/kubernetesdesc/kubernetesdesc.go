@@ -4,9 +4,11 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package desc describes the kubernetes backend to the registry: its names
-// and kinds, and how the composition function composes a KubernetesProxy.
-package desc
+// Package kubernetesdesc describes the kubernetes backend to the registry: its names and
+// kinds, its section of the composition function's input (Defaults), and
+// how the function composes a KubernetesProxy from it.
+// +kubebuilder:object:generate=true
+package kubernetesdesc
 
 import (
 	"fmt"
@@ -15,23 +17,21 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
-	"github.com/egressproxy/provider-egressproxy/internal/backend/registry"
-	fninput "github.com/egressproxy/provider-egressproxy/internal/function/input/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // Name of the backend.
 const Name = "kubernetes"
 
 // Backend describes the kubernetes backend.
-var Backend = registry.Backend{
+var Backend = backend.Description{
 	Name:    Name,
 	Managed: v1alpha1.KubernetesProxyGroupVersionKind,
 	// A Kubernetes DNS-1035 label: the Service's name.
 	MaxNameLength: 63,
 	AddToScheme:   v1alpha1.SchemeBuilder.AddToScheme,
-	Composer: registry.Composer{
+	Composer: backend.Composer{
 		Resource:    "kubernetes-proxy",
-		HasInput:    func(in *fninput.Input) bool { return in.Kubernetes != nil },
 		ForProvider: forProvider,
 	},
 }
@@ -43,10 +43,10 @@ const (
 	defaultReplicasLarge  int32 = 3
 )
 
-func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
-	d := in.Kubernetes
+func forProvider(section any, r backend.ComposeRequest) (any, []string, error) {
+	d, _ := section.(*Defaults)
 	if d == nil {
-		d = &fninput.KubernetesDefaults{}
+		d = &Defaults{}
 	}
 	fp := &v1alpha1.KubernetesProxyParameters{
 		ProxyParameters: r.Proxy,
@@ -66,16 +66,16 @@ func forProvider(in *fninput.Input, r registry.Request) (any, []string, error) {
 }
 
 // ReplicasFor maps a size onto proxy replicas.
-func ReplicasFor(size string, r *fninput.ReplicasPerSize) int32 {
+func ReplicasFor(size string, r *ReplicasPerSize) int32 {
 	var in *int32
 	def := defaultReplicasSmall
 	switch size {
-	case fninput.SizeMedium:
+	case backend.SizeMedium:
 		def = defaultReplicasMedium
 		if r != nil {
 			in = r.Medium
 		}
-	case fninput.SizeLarge:
+	case backend.SizeLarge:
 		def = defaultReplicasLarge
 		if r != nil {
 			in = r.Large

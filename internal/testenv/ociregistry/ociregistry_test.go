@@ -4,7 +4,7 @@ Copyright 2026 The provider-egressproxy Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package registry
+package ociregistry
 
 import (
 	"context"
