@@ -73,11 +73,11 @@ func renderCases() map[string]renderCase {
 				"acl ep_dst_nets dst 203.0.113.0/24",
 				"acl ep_dst_nets dst 2001:db8::/32",
 				"http_access deny !ep_clients",
+				"http_access deny !ep_authed",
 				"http_access deny manager",
 				"http_access deny !ep_connect !ep_http",
 				"http_access deny ep_connect !ep_connect_ports",
 				"http_access deny !ep_connect !ep_http_ports",
-				"http_access deny !ep_authed",
 				"http_access deny ep_metadata_names",
 				"http_access deny ep_metadata",
 				"http_access allow ep_dst_names",
@@ -110,7 +110,7 @@ func renderCases() map[string]renderCase {
 		"NoHTTPPortsDeniesPlainHTTP": {
 			reason: "No HTTP ports means no plain HTTP at all; CONNECT keeps its own ports.",
 			c:      typical(func(c *Config) { c.HTTPPorts = nil }),
-			want:   []string{"http_access deny ep_connect !ep_connect_ports", "http_access deny !ep_connect", "http_access deny !ep_authed"},
+			want:   []string{"http_access deny !ep_authed", "http_access deny ep_connect !ep_connect_ports", "http_access deny !ep_connect"},
 			absent: []string{"http_access deny !ep_connect !ep_http_ports"},
 		},
 		"HTTPPortsSortedAndDeduplicated": {
@@ -192,7 +192,7 @@ func renderCases() map[string]renderCase {
 		"NoConnectPortsDeniesConnect": {
 			reason: "No CONNECT ports means no CONNECT at all.",
 			c:      typical(func(c *Config) { c.ConnectPorts = nil }),
-			want:   []string{"http_access deny ep_connect", "http_access deny !ep_authed"},
+			want:   []string{"http_access deny !ep_authed", "http_access deny ep_connect"},
 			absent: []string{"http_access deny ep_connect !ep_connect_ports"},
 		},
 		"NoDestinationsAllowsNothing": {
