@@ -100,8 +100,12 @@ func writeService(l lines, s spec) {
 	l.d("cache_log", s.cacheLog)
 	l.d("coredump_dir", s.coredumpDir)
 	l.d("logfile_rotate", "0")
+	l.d("max_filedescriptors", strconv.Itoa(MaxFileDescriptors))
 	l.d("logformat", LogFormat, logFormat)
 	l.d("access_log", "stdio:"+s.accessLog, "logformat="+LogFormat)
+	if s.accessLogSyslog != "" {
+		l.d("access_log", "syslog:"+s.accessLogSyslog, "logformat="+LogFormat)
+	}
 	if s.hostsFile != "" {
 		l.d("hosts_file", s.hostsFile)
 	}
@@ -122,7 +126,8 @@ func writeService(l lines, s spec) {
 	l.d("read_timeout", "15", "minutes")
 	l.d("client_idle_pconn_timeout", "2", "minutes")
 	l.d("pconn_timeout", "1", "minute")
-	l.d("shutdown_lifetime", "10", "seconds")
+	l.comment("How long open requests and tunnels may finish when squid stops.")
+	l.d("shutdown_lifetime", strconv.Itoa(s.shutdownLifetime), "seconds")
 }
 
 func writeAuth(l lines, s spec) {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -227,6 +228,30 @@ func renderCases() map[string]renderCase {
 				"hosts_file /tmp/x/hosts",
 				"auth_param basic program /usr/lib/squid/basic_ncsa_auth /tmp/x/htpasswd",
 			},
+		},
+		"AccessLogSyslog": {
+			reason: "A syslog facility adds a second access log in the same format; the file log stays.",
+			c:      typical(func(c *Config) { c.AccessLogSyslog = "local4.info" }),
+			want: []string{
+				"logformat egressproxy_json " + logFormat,
+				"access_log stdio:/var/log/squid/access.log logformat=egressproxy_json",
+				"access_log syslog:local4.info logformat=egressproxy_json",
+			},
+		},
+		"NoAccessLogSyslog": {
+			reason: "Without a facility there is no syslog log.",
+			c:      typical(),
+			absent: []string{"access_log syslog:local4.info logformat=egressproxy_json"},
+		},
+		"ShutdownLifetimeDefault": {
+			reason: "Zero keeps 10 seconds.",
+			c:      typical(),
+			want:   []string{"max_filedescriptors 65536", "shutdown_lifetime 10 seconds"},
+		},
+		"ShutdownLifetimeRoundsUp": {
+			reason: "squid counts whole seconds; a fraction rounds up.",
+			c:      typical(func(c *Config) { c.ShutdownLifetime = 29500 * time.Millisecond }),
+			want:   []string{"shutdown_lifetime 30 seconds"},
 		},
 	}
 }
