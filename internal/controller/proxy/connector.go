@@ -102,7 +102,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	if i == nil {
 		i = backend.NewInstrumentation()
 	}
-	e := NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance, c.opts.CredentialsKey)
+	e := NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance, c.opts.CredentialsKey).WithTraffic(c.opts.Traffic, c.backendName)
 	e.allowedPrivate = allowedPrivate(cfg)
 	return Traced[M](c.backendName, e), nil
 }
