@@ -88,7 +88,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	// since says so. A resource being deleted is not checked: whatever it
 	// made must still go.
 	if !meta.WasDeleted(mg) {
-		if err := checkPolicy(ctx, c.namespaces, mg, cfg, c.kind.Proxy(mg)); err != nil {
+		if err := checkPolicy(ctx, c.namespaces, mg, cfg, c.kind.Proxy(mg), c.kind.Params(mg)); err != nil {
 			return nil, err
 		}
 	}

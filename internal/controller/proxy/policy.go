@@ -90,12 +90,15 @@ func policyPaths(mg resource.ModernManaged, cfg Config) policy.Paths {
 	}
 }
 
-// checkPolicy refuses mg, whose proxy allows p, when it breaks the policy
-// of its provider config cfg: its namespace is not selected, or p breaks a
-// rule common to every backend. The error names every field and rule
-// broken; it is permanent, as only a change of mg or of the policy
-// resolves it.
-func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters) error {
+// checkPolicy refuses mg, whose proxy allows p and whose backend
+// parameters are forProvider, when it breaks the policy of its provider
+// config cfg: its namespace is not selected, p breaks a rule common to
+// every backend, or forProvider a rule of its backend's. The error names
+// every field and rule broken; it is permanent, as only a change of mg or
+// of the policy resolves it. It is the one place the provider applies the
+// policy, for every backend alike: before Observe, Create and Update, so a
+// refused resource is never created, changed or deleted for it.
+func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters, forProvider any) error {
 	at := policyPaths(mg, cfg)
 	h, ok := cfg.Object.(PolicyHolder)
 	if !ok {
@@ -121,7 +124,11 @@ func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged
 	if err != nil {
 		return backend.Permanent(err)
 	}
-	if v = append(v, pv...); len(v) == 0 {
+	bv, err := policy.BackendViolations(cfg.Object, forProvider, mg.GetNamespace())
+	if err != nil {
+		return backend.Permanent(err)
+	}
+	if v = append(append(v, pv...), bv...); len(v) == 0 {
 		return nil
 	}
 	return backend.Permanent(errors.Wrap(errors.New(strings.Join(v, "; ")), errPolicyRefuses))
