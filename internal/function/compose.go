@@ -44,17 +44,18 @@ func backendFor(b v1alpha1.Backend) (backend, error) {
 	return backend{resource: resource.Name(d.Composer.Resource), gvk: d.Managed, composer: d.Composer}, nil
 }
 
-// compose returns the desired managed resource of the proxy, and warnings
-// about choices the function made for the claim.
-func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, []string, error) {
+// compose returns the desired managed resource of the proxy, its
+// spec.forProvider as the backend's parameters, and warnings about choices
+// the function made for the claim.
+func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, any, []string, error) {
 	size, warnings := sizeOf(p.spec.Size)
 	params, w, err := b.composer.ForProvider(in, registry.Request{Proxy: p.spec.parameters(), Namespace: p.namespace, Size: size})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	fp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(params)
 	if err != nil {
-		return nil, nil, errors.Wrap(err, errToUnstructured)
+		return nil, nil, nil, errors.Wrap(err, errToUnstructured)
 	}
 	spec := map[string]any{
 		"forProvider": fp,
@@ -77,7 +78,7 @@ func (b backend) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, [
 		mr.SetAnnotations(map[string]string{commonv1alpha1.AnnotationKeyCredentialsRotation: p.rotation})
 	}
 	mr.Object["spec"] = spec
-	return mr, append(warnings, w...), nil
+	return mr, params, append(warnings, w...), nil
 }
 
 // connectionSecretName names the managed resource's connection Secret in the
