@@ -332,8 +332,9 @@ func TestTestOnlyBackend(t *testing.T) {
 				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: "proxy-conn"},
 			},
 			// The reused schema asks for a namespace; the memory backend
-			// ignores it.
-			ForProvider: params{Namespace: "unused", ProxyParameters: commonv1alpha1.ProxyParameters{
+			// ignores it, and the reused config's policy allows the
+			// resource's own.
+			ForProvider: params{Namespace: ns, ProxyParameters: commonv1alpha1.ProxyParameters{
 				AllowedClientCIDRs:  []string{"10.0.0.0/8"},
 				AllowedDestinations: []string{"api.example.com"},
 			}},

@@ -85,22 +85,14 @@ func claimOf(xr *composite.Unstructured) (claimRef, error) {
 	return ref, nil
 }
 
-// require asks Crossplane for the claim the XR references. The function
-// asks on every call, so that its requirements stay the same once they are
-// satisfied, which is how Crossplane knows to stop calling it again.
+// require asks Crossplane for the claim the XR references, on every call.
 func (ref claimRef) require(rsp *fnv1.RunFunctionResponse) {
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{}
-	}
-	if rsp.Requirements.Resources == nil {
-		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
-	}
-	rsp.Requirements.Resources[requiredClaim] = &fnv1.ResourceSelector{
+	require(rsp, requiredClaim, &fnv1.ResourceSelector{
 		ApiVersion: ref.APIVersion,
 		Kind:       ref.Kind,
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: ref.Name},
 		Namespace:  &ref.Namespace,
-	}
+	})
 }
 
 // claimNamespace returns the namespace of the XR's claim once it is proven

@@ -45,17 +45,18 @@ func backendFor(b v1alpha1.Backend) (composer, error) {
 	return composer{resource: resource.Name(d.Composer.Resource), name: d.Name, gvk: d.Managed, composer: d.Composer}, nil
 }
 
-// compose returns the desired managed resource of the proxy, and warnings
-// about choices the function made for the claim.
-func (b composer) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, []string, error) {
+// compose returns the desired managed resource of the proxy, its
+// spec.forProvider as the backend's parameters, and warnings about choices
+// the function made for the claim.
+func (b composer) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, any, []string, error) {
 	size, warnings := sizeOf(p.spec.Size)
 	params, w, err := b.composer.ForProvider(in.Section(b.name), backend.ComposeRequest{Proxy: p.spec.parameters(), Namespace: p.namespace, Size: size})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	fp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(params)
 	if err != nil {
-		return nil, nil, errors.Wrap(err, errToUnstructured)
+		return nil, nil, nil, errors.Wrap(err, errToUnstructured)
 	}
 	spec := map[string]any{
 		"forProvider": fp,
@@ -78,7 +79,7 @@ func (b composer) compose(in *v1alpha1.Input, p proxy) (*composed.Unstructured, 
 		mr.SetAnnotations(map[string]string{commonv1alpha1.AnnotationKeyCredentialsRotation: p.rotation})
 	}
 	mr.Object["spec"] = spec
-	return mr, append(warnings, w...), nil
+	return mr, params, append(warnings, w...), nil
 }
 
 // connectionSecretName names the managed resource's connection Secret in the

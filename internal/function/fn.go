@@ -116,9 +116,26 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		log.Debug("Claim breaks the guardrails", "namespace", p.namespace, "violations", len(v))
 		return rsp, nil
 	}
-	mr, warnings, err := b.compose(in, p)
+	mr, forProvider, warnings, err := b.compose(in, p)
 	if err != nil {
 		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	// What the provider would refuse is refused here, with its message.
+	pv, err := policyViolations(req, rsp, in, b, p.spec.parameters(), forProvider, p.namespace)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	if len(pv) > 0 {
+		if err := keepObserved(req, rsp, in, oc); err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
+		msg := strings.Join(pv, "; ")
+		response.ConditionFalse(rsp, ConditionWithinGuardrails, ReasonForbidden).WithMessage(msg).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New(msgBreaksPolicy+msg)).TargetCompositeAndClaim()
+		log.Debug("Claim breaks the policy of its provider config", "namespace", p.namespace, "violations", len(pv))
 		return rsp, nil
 	}
 	if err := setDesired(req, rsp, in, b, &resource.DesiredComposed{Resource: mr, Ready: readiness(oc)}, oc); err != nil {

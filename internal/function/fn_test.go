@@ -60,10 +60,29 @@ func claimRequirements() *fnv1.Requirements {
 	}}}
 }
 
-// composedRsp is the response for a claim that is composed.
+// configRequirement asks for the ClusterProviderConfig name of backend,
+// which the composed resource will use.
+func configRequirement(backend, name string) *fnv1.ResourceSelector {
+	return &fnv1.ResourceSelector{
+		ApiVersion: backend + ".m.egressproxy.io/v1alpha1",
+		Kind:       "ClusterProviderConfig",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: name},
+	}
+}
+
+// onConfig makes r ask for the ClusterProviderConfig name of backend rather
+// than the kubernetes default one.
+func onConfig(r *fnv1.RunFunctionResponse, backend, name string) *fnv1.RunFunctionResponse {
+	r.Requirements.Resources[requiredConfig] = configRequirement(backend, name)
+	return r
+}
+
+// composedRsp is the response for a claim that is composed on the
+// kubernetes ClusterProviderConfig default.
 func composedRsp(desired *fnv1.State, results ...*fnv1.Result) *fnv1.RunFunctionResponse {
 	r := rsp(desired, results...)
 	r.Requirements = claimRequirements()
+	r.Requirements.Resources[requiredConfig] = configRequirement("kubernetes", "default")
 	r.Conditions = []*fnv1.Condition{{
 		Type: ConditionWithinGuardrails, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: ReasonAllowed,
 		Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
@@ -169,7 +188,7 @@ func TestRunFunction(t *testing.T) {
 					"kubernetes": {"namespace": "egress", "image": "squid:6", "replicas": {"medium": 4}}}`),
 				Observed: &fnv1.State{Composite: xr("medium")},
 			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			want: want{rsp: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io",
@@ -177,7 +196,7 @@ func TestRunFunction(t *testing.T) {
 						`"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},`)),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			})},
+			}), "kubernetes", "in-cluster")},
 		},
 		"KubernetesNoNamespace": {
 			reason: "Without a target namespace in the input the proxy runs in one named like the claim's namespace, with a warning.",
@@ -223,7 +242,7 @@ func TestRunFunction(t *testing.T) {
 					"kvm": {"baseImageVolume": "debian-12.qcow2"}}`),
 				Observed: &fnv1.State{Composite: xr("large")},
 			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			want: want{rsp: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "gcp"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"gcp-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("GCPProxy", "gcp.m.egressproxy.io",
@@ -231,7 +250,7 @@ func TestRunFunction(t *testing.T) {
 						 "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]`, "")),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			}, warning("the function input's kvm section is ignored: the backend is gcp"))},
+			}, warning("the function input's kvm section is ignored: the backend is gcp")), "gcp", "default")},
 		},
 		"KVMSmall": {
 			reason: "A small kvm proxy gets the input's small size and its pool, image, network and domain type.",
@@ -243,7 +262,7 @@ func TestRunFunction(t *testing.T) {
 					        "sizes": {"small": {"vcpus": 2, "memoryMiB": 768}}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
 			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			want: want{rsp: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kvm"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kvm-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KVMProxy", "kvm.m.egressproxy.io",
@@ -251,7 +270,7 @@ func TestRunFunction(t *testing.T) {
 						 "network": {"bridge": "br0"}, "domainType": "qemu"`, "")),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			})},
+			}), "kvm", "default")},
 		},
 		"KVMBadNetwork": {
 			reason: "A kvm network with both a name and a bridge is a fatal result.",

@@ -33,8 +33,8 @@ func nsXR(extraMeta, extraSpec string) *fnv1.Resource {
 
 // nsComposedRsp is the response for a namespaced XR whose KubernetesProxy
 // is composed in namespace ns with connection Secret secret, before anything
-// is observed. It has no requirements: a namespaced XR has no claim to ask
-// for.
+// is observed. It asks only for the provider config: a namespaced XR has no
+// claim to ask for.
 func nsComposedRsp(ns, secret string, results ...*fnv1.Result) *fnv1.RunFunctionResponse {
 	return nsObservedRsp(ns, secret, `{"backend": "kubernetes"}`, map[string][]byte{}, fnv1.Ready_READY_FALSE, results...)
 }
@@ -55,6 +55,7 @@ func nsObservedRsp(ns, secret, status string, conn map[string][]byte, ready fnv1
 		Type: ConditionWithinGuardrails, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: ReasonAllowed,
 		Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 	}}
+	r.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredConfig: configRequirement("kubernetes", "default")}}
 	return r
 }
 
@@ -122,6 +123,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 			want: func() *fnv1.RunFunctionResponse {
 				r := nsComposedRsp("team-a", "web-x7k2p-proxy-connection")
 				r.Requirements = requirementsFor("team-a", "web")
+				r.Requirements.Resources[requiredConfig] = configRequirement("kubernetes", "default")
 				return r
 			}(),
 		},

@@ -36,9 +36,8 @@ const (
 const IDScheme = "gce"
 
 const (
-	errFmtProjectID    = "project ID %q is not a Google Cloud project ID"
-	errHealth          = "cannot list firewall rules to check the credentials and project"
-	errFmtSANotAllowed = "spec.forProvider.serviceAccountEmail %s is not in spec.allowedServiceAccounts or spec.policy.gcp.serviceAccounts of %s: a proxy may run only as a service account its provider config allows, since whoever controls the proxy can obtain that account's tokens"
+	errFmtProjectID = "project ID %q is not a Google Cloud project ID"
+	errHealth       = "cannot list firewall rules to check the credentials and project"
 )
 
 // defaultConfigName names the provider config in errors when the backend
@@ -172,14 +171,12 @@ func (b *Backend) CheckHealth(ctx context.Context) error {
 }
 
 // checkServiceAccount returns a Permanent error when s asks for a service
-// account the provider config does not allow. A tenant who names a service
-// account in a GCPProxy would otherwise borrow any account the provider may
-// act as.
+// account the provider config does not allow (package policy's rule).
 func (b *Backend) checkServiceAccount(s spec) error {
-	if s.sa == "" || b.allowedSAs[s.sa] {
-		return nil
+	if m := b.rules().ServiceAccountViolation(s.sa); m != "" {
+		return backend.Permanent(errors.New(m))
 	}
-	return backend.Permanent(errors.Errorf(errFmtSANotAllowed, s.sa, b.config))
+	return nil
 }
 
 // call bounds one remote call.

@@ -69,12 +69,8 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		}
 		o.Ready, o.Message = guestReady(v, sum, natIP(p.instance), b.now())
 	}
-	if err := b.checkPolicy(s, d); err != nil {
-		// An instance made before its config's policy stopped allowing what
-		// it asks for: Update reports why it cannot make the proxy match
-		// its spec.
-		o.UpToDate, o.Diff = false, strings.TrimPrefix(o.Diff+"; "+err.Error(), "; ")
-	}
+	// The policy is not Observe's: the provider refuses a resource that
+	// breaks it before it observes (docs/backends.md, "Policy").
 	return o, nil
 }
 

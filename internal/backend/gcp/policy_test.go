@@ -20,6 +20,10 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp/gcpdesc"
 )
 
+// errFmtSANotAllowed is package policy's message for a service account the
+// config does not allow.
+const errFmtSANotAllowed = "spec.forProvider.serviceAccountEmail %s is not in spec.allowedServiceAccounts or spec.policy.gcp.serviceAccounts of %s: a proxy may run only as a service account its provider config allows, since whoever controls the proxy can obtain that account's tokens"
+
 func TestCheckPolicy(t *testing.T) {
 	const config = `ClusterProviderConfig lab`
 	refused := func(format string, args ...any) error { return backend.Permanent(errors.Errorf(format, args...)) }
@@ -145,9 +149,11 @@ func TestPolicyEnforced(t *testing.T) {
 
 	WithPolicy("ClusterProviderConfig lab", v1alpha1.GCPPolicy{})(e.b)
 	const why = `spec.forProvider.networkTags "egress-proxy" is not in ClusterProviderConfig lab spec.policy.gcp.networkTags`
+	// The connector refuses the resource before any backend call; Observe,
+	// which a resource being deleted still needs, reports the VM as it is.
 	o, err := e.b.Observe(ctx(t), d)
-	if err != nil || o.UpToDate || !strings.Contains(o.Diff, why) {
-		t.Errorf("Observe once the policy no longer allows the tag = %+v, %v; want not up to date, saying why", o, err)
+	if err != nil || strings.Contains(o.Diff, why) {
+		t.Errorf("Observe once the policy no longer allows the tag = %+v, %v; want it found, the policy left to the connector", o, err)
 	}
 	if err := e.b.Update(ctx(t), d); backend.ClassOf(err) != backend.ClassPermanent || !strings.Contains(err.Error(), why) {
 		t.Errorf("Update once the policy no longer allows the tag = %v, want Permanent saying why", err)

@@ -13,15 +13,16 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
 
 // Defaults of GCPProxyParameters, the same as the API's, for objects that
 // were not defaulted by an API server.
 const (
-	DefaultMachineType = "e2-small"
-	DefaultImage       = "projects/debian-cloud/global/images/family/debian-12"
-	DefaultNetwork     = "default"
+	DefaultMachineType = v1alpha1.DefaultMachineType
+	DefaultImage       = v1alpha1.DefaultImage
+	DefaultNetwork     = v1alpha1.DefaultNetwork
 )
 
 const (

@@ -72,7 +72,7 @@ func (b *Backend) apply(ctx context.Context, w kube, d backend.Desired[Params]) 
 	if d.Params.Namespace == "" {
 		return backend.Permanent(errors.New(errNoNamespace))
 	}
-	if err := b.policy.allow(d); err != nil {
+	if err := allow(b.policy, d); err != nil {
 		return err
 	}
 	htpasswd, err := b.htpasswd(ctx, d)

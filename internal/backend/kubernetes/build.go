@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
@@ -25,8 +26,8 @@ import (
 // Defaults of the parameters, the same as the API defaults, for objects no
 // API server defaulted.
 const (
-	DefaultReplicas = 2
-	DefaultImage    = "docker.io/ubuntu/squid:5.2-22.04_beta"
+	DefaultReplicas = v1alpha1.DefaultReplicas
+	DefaultImage    = v1alpha1.DefaultImage
 )
 
 // Labels and annotations on the objects of an instance.

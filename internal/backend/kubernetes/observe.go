@@ -88,12 +88,9 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if err != nil {
 		return o, err
 	}
+	// The policy is not Observe's: the provider refuses a resource that
+	// breaks it before it observes (docs/backends.md, "Policy").
 	diffs := compare(b.verifier, want, l, d)
-	if err := b.policy.allow(d); err != nil {
-		// Not an error: Observe must still find the instance, so that the
-		// resource can be deleted. Update then refuses with the reason.
-		diffs = append(diffs, err.Error())
-	}
 	svc := l.service
 	if svc != nil && !backend.OwnedBy(backend.KubernetesLabelKeys, svc.GetLabels(), d.Ownership) {
 		// Never hand clients the address of another resource's Service.
@@ -233,9 +230,6 @@ func (b *Backend) observeHalfMade(ns string, d backend.Desired[Params], l live) 
 	o.ID = b.id(ns, d.Name)
 	o.State = commonv1alpha1.StatePending
 	o.Message, o.Diff = msg, msg
-	if err := b.policy.allow(d); err != nil {
-		o.Diff += "; " + err.Error()
-	}
 	return o, nil
 }
 

@@ -20,12 +20,12 @@ import (
 // Defaults of KVMProxyParameters, as the API defaults them, for objects no
 // API server defaulted (unit tests, the garbage collector's Desired).
 const (
-	DefaultPool       = "default"
-	DefaultDiskGiB    = 10
-	DefaultMemoryMiB  = 512
-	DefaultVCPUs      = 1
-	DefaultNetwork    = "default"
-	DefaultDomainType = "kvm"
+	DefaultPool       = v1alpha1.DefaultPool
+	DefaultDiskGiB    = v1alpha1.DefaultDiskGiB
+	DefaultMemoryMiB  = v1alpha1.DefaultMemoryMiB
+	DefaultVCPUs      = v1alpha1.DefaultVCPUs
+	DefaultNetwork    = v1alpha1.DefaultNetwork
+	DefaultDomainType = v1alpha1.DefaultDomainType
 )
 
 // Names of an instance's volumes.
@@ -46,25 +46,7 @@ const (
 
 // withDefaults fills what the API would have defaulted.
 func withDefaults(p v1alpha1.KVMProxyParameters) v1alpha1.KVMProxyParameters {
-	if p.Pool == "" {
-		p.Pool = DefaultPool
-	}
-	if p.DiskGiB == 0 {
-		p.DiskGiB = DefaultDiskGiB
-	}
-	if p.MemoryMiB == 0 {
-		p.MemoryMiB = DefaultMemoryMiB
-	}
-	if p.VCPUs == 0 {
-		p.VCPUs = DefaultVCPUs
-	}
-	if p.Network == nil || (p.Network.Name == nil && p.Network.Bridge == nil) {
-		p.Network = &v1alpha1.KVMNetwork{Name: ptr.To(DefaultNetwork)}
-	}
-	if p.DomainType == "" {
-		p.DomainType = DefaultDomainType
-	}
-	return p
+	return p.WithDefaults()
 }
 
 func overlayName(name string) string { return name + overlaySuffix }

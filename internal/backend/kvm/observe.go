@@ -112,21 +112,12 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if err := checkDesired(d); err != nil {
 		return Observation{}, err
 	}
-	// A proxy the policy refuses is reported, not failed: a failed Observe
-	// would block its deletion. It is out of date, so the reconciler calls
-	// Update, which refuses with the policy's error and changes nothing.
-	if violation := b.policy.check(d.Params); violation != nil {
-		if !b.policy.allowsUserData() {
-			// Never read what the policy refuses to run.
-			d.Params.UserDataSecretRef = nil
-		}
-		o, err := b.observe(ctx, d)
-		if err != nil {
-			return o, err
-		}
-		o.UpToDate, o.Diff = false, strings.TrimSuffix(violation.Error()+"; "+o.Diff, "; ")
-		b.verified.forget(d.Name)
-		return o, nil
+	// The policy is not Observe's: the provider refuses a resource that
+	// breaks it before it observes (docs/backends.md, "Policy"), but for
+	// one being deleted, which Observe must still find.
+	if d.Params.UserDataSecretRef != nil && !b.policy.allowsUserData() {
+		// Never read what the policy refuses to run.
+		d.Params.UserDataSecretRef = nil
 	}
 	if o, ok, err := b.observeVerified(ctx, d); ok {
 		return o, err

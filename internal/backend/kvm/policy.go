@@ -12,10 +12,9 @@ import (
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"k8s.io/utils/ptr"
-
 	"github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/policy"
 )
 
 // Policy is the platform's policy for the proxies of one provider config.
@@ -36,65 +35,25 @@ func WithPolicy(p Policy) Option {
 }
 
 const (
-	errFmtNotIn        = "spec.forProvider.%s %q is not in %s spec.policy.kvm.%s%s"
-	errFmtAbove        = "spec.forProvider.%s %d is more than %s spec.policy.kvm.%s (%d%s)"
-	errFmtUserData     = "spec.forProvider.userDataSecretRef is set but %s spec.policy.kvm.allowUserData is not true: a team's own cloud-init runs as root in a VM on the platform's host"
 	errFmtInstanceVol  = "spec.forProvider.baseImageVolume %q is a volume of a proxy instance: a proxy never boots a copy of another proxy's disk, whatever %s spec.policy.kvm allows"
 	errFmtOverlayBase  = "spec.forProvider.baseImageVolume %q is an overlay of %s (it has a backing store): a proxy boots only a base image, never a copy of another VM's disk, whatever %s spec.policy.kvm allows"
 	errFmtDiskOfDomain = "spec.forProvider.baseImageVolume %q is a disk of domain %s: a proxy never boots a copy of another VM's disk, whatever %s spec.policy.kvm allows"
-	noConfig           = "the provider config"
-	unsetDefault       = ", the default"
 )
 
-// Defaults of a policy's lists when unset.
-var (
-	defaultPolicyPools    = []string{DefaultPool}
-	defaultPolicyNetworks = []string{DefaultNetwork}
-)
+// rules is the policy as package policy, the one implementation of its
+// rules, reads it.
+func (pol Policy) rules() policy.KVM { return policy.KVM{Config: pol.Config, Rules: pol.KVM} }
 
 // check returns every rule p breaks, as one Permanent error naming each
-// field and rule, or nil. It reads nothing but p: Observe runs it on every
-// poll. The rules that need the host (checkBaseImage) run in Create.
+// field and rule, or nil: the policy's rules (package policy, which the
+// provider's connector applies before any call, and the composition
+// function before it composes) and the rule that holds whatever the policy
+// says, that no proxy boots another proxy's volume. It reads nothing but p.
+// The rules that need the host (checkBaseImage) run in Create.
 func (pol Policy) check(p v1alpha1.KVMProxyParameters) error {
-	r := ptr.Deref(pol.KVM, v1alpha1.KVMPolicy{})
-	p = withDefaults(p)
-	var msgs []string
-	notIn := func(field, value, list string, allowed, dflt []string, unset string) {
-		if allowed == nil {
-			allowed = dflt
-		} else {
-			unset = ""
-		}
-		if !slices.Contains(allowed, value) {
-			msgs = append(msgs, fmt.Sprintf(errFmtNotIn, field, value, pol.config(), list, unset))
-		}
-	}
-	above := func(field, limit string, value int32, max *int32, dflt int32) {
-		m, unset := ptr.Deref(max, dflt), ""
-		if max == nil {
-			unset = unsetDefault
-		}
-		if value > m {
-			msgs = append(msgs, fmt.Sprintf(errFmtAbove, field, value, pol.config(), limit, m, unset))
-		}
-	}
-	notIn("pool", p.Pool, "pools", r.Pools, defaultPolicyPools, ` (unset: only "`+DefaultPool+`")`)
-	if r.BaseImageVolumes != nil {
-		notIn("baseImageVolume", p.BaseImageVolume, "baseImageVolumes", r.BaseImageVolumes, nil, "")
-	}
-	if isInstanceVolume(p.BaseImageVolume) {
+	msgs := pol.rules().Violations(p)
+	if p.BaseImageVolume != "" && isInstanceVolume(p.BaseImageVolume) {
 		msgs = append(msgs, fmt.Sprintf(errFmtInstanceVol, p.BaseImageVolume, pol.config()))
-	}
-	if p.Network.Bridge != nil {
-		notIn("network.bridge", *p.Network.Bridge, "bridges", r.Bridges, nil, " (unset: no bridge)")
-	} else {
-		notIn("network.name", ptr.Deref(p.Network.Name, ""), "networks", r.Networks, defaultPolicyNetworks, ` (unset: only "`+DefaultNetwork+`")`)
-	}
-	above("vcpus", "maxVCPUs", p.VCPUs, r.MaxVCPUs, v1alpha1.DefaultPolicyMaxVCPUs)
-	above("memoryMiB", "maxMemoryMiB", p.MemoryMiB, r.MaxMemoryMiB, v1alpha1.DefaultPolicyMaxMemoryMiB)
-	above("diskGiB", "maxDiskGiB", p.DiskGiB, r.MaxDiskGiB, v1alpha1.DefaultPolicyMaxDiskGiB)
-	if p.UserDataSecretRef != nil && !r.AllowUserData {
-		msgs = append(msgs, fmt.Sprintf(errFmtUserData, pol.config()))
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -102,14 +61,19 @@ func (pol Policy) check(p v1alpha1.KVMProxyParameters) error {
 	return backend.Permanent(errors.New(strings.Join(msgs, "; ")))
 }
 
-func (pol Policy) allowsUserData() bool { return pol.KVM != nil && pol.KVM.AllowUserData }
+func (pol Policy) allowsUserData() bool { return pol.rules().AllowsUserData() }
 
+// config names the provider config in messages.
 func (pol Policy) config() string {
 	if pol.Config == "" {
-		return noConfig
+		return defaultConfigName
 	}
 	return pol.Config
 }
+
+// defaultConfigName names the provider config in messages when the
+// backend was not told its name.
+const defaultConfigName = "the provider config"
 
 // isInstanceVolume reports whether name is that of a volume the backend
 // makes for an instance (volumesOf of a backend.Name).

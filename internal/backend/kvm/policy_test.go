@@ -268,8 +268,9 @@ func TestCreateRefusedByPolicy(t *testing.T) {
 }
 
 // TestObservePolicyViolation: a running proxy the policy now refuses (the
-// platform tightened it) is reported out of date with the rule, not failed,
-// so it can still be deleted; Update refuses and leaves it running.
+// platform tightened it) is still found by Observe, which leaves the policy
+// to the connector (it refuses the resource before any backend call), so
+// it can be deleted; Update refuses and leaves it running.
 func TestObservePolicyViolation(t *testing.T) {
 	d := desired(withMemory(2048))
 	f := newFake(append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1))...)
@@ -279,8 +280,8 @@ func TestObservePolicyViolation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
-	if o.UpToDate || !strings.HasPrefix(o.Diff, rule) || o.State != commonv1alpha1.StateRunning {
-		t.Errorf("Observe: want running, out of date with %q, got %+v", rule, o)
+	if strings.Contains(o.Diff, rule) || o.State != commonv1alpha1.StateRunning {
+		t.Errorf("Observe: want running, the policy left to the connector, got %+v", o)
 	}
 	err = b.Update(context.Background(), d)
 	if err == nil || err.Error() != rule || backend.ClassOf(err) != backend.ClassPermanent {
@@ -308,7 +309,7 @@ func TestObserveRefusedUserDataIsNotRead(t *testing.T) {
 			return []byte("#cloud-config\n"), nil
 		}))
 	o, err := b.Observe(context.Background(), d)
-	if err != nil || o.UpToDate || read {
-		t.Errorf("Observe: want out of date without reading the user data; got %+v, %v, read %t", o, err, read)
+	if err != nil || read {
+		t.Errorf("Observe: want the instance without reading the user data; got %+v, %v, read %t", o, err, read)
 	}
 }

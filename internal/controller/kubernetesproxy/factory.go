@@ -22,6 +22,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
+	rules "github.com/egressproxy/provider-egressproxy/internal/policy"
 )
 
 // DefaultCallTimeout bounds one call to a target cluster.
@@ -140,11 +141,8 @@ func policy(cfg proxy.Config, spec v1alpha1.ProviderConfigSpec) kubernetes.Polic
 	if ns := cfg.Object.GetNamespace(); ns != "" {
 		name = v1alpha1.ProviderConfigKind + " " + ns + "/" + cfg.Object.GetName()
 	}
-	p := kubernetes.Policy{Config: name, Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages}
-	if spec.Policy.Kubernetes != nil {
-		p.KubernetesPolicy = *spec.Policy.Kubernetes
-	}
-	return p
+	// The connector and the function read the config's rules so too.
+	return rules.KubernetesOf(spec, name)
 }
 
 func (f *factory) newBackend(rc *rest.Config, p kubernetes.Policy) (Backend, error) {

@@ -36,6 +36,7 @@ type Connector[M resource.ModernManaged, P, O any] struct {
 	newBackend  BackendFactory[P, O]
 	opts        Options
 	changes     *Changes
+	namespaces  *namespaces
 }
 
 // ConnectorConfig is what a Connector needs.
@@ -51,6 +52,10 @@ type ConnectorConfig[M resource.ModernManaged, P, O any] struct {
 	NewConfigs func() (pc, cpc client.Object)
 	// NewBackend builds the backend; nil while the backend is not built in.
 	NewBackend BackendFactory[P, O]
+	// APIReader reads from the API server, not the cache: the manager's
+	// APIReader. It tells whether the provider may read namespaces before
+	// Kube's cache starts an informer on them; nil reads them from Kube.
+	APIReader client.Reader
 }
 
 // NewConnector returns a Connector.
@@ -63,6 +68,7 @@ func NewConnector[M resource.ModernManaged, P, O any](c ConnectorConfig[M, P, O]
 		newBackend:  c.NewBackend,
 		opts:        o,
 		changes:     NewChanges(o.ProviderInstance),
+		namespaces:  &namespaces{cache: c.Kube, direct: c.APIReader},
 	}
 }
 
@@ -82,7 +88,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	// since says so. A resource being deleted is not checked: whatever it
 	// made must still go.
 	if !meta.WasDeleted(mg) {
-		if err := checkPolicy(ctx, c.kube, mg, cfg, c.kind.Proxy(mg)); err != nil {
+		if err := checkPolicy(ctx, c.namespaces, mg, cfg, c.kind.Proxy(mg), c.kind.Params(mg)); err != nil {
 			return nil, err
 		}
 	}

@@ -67,6 +67,9 @@ type mgOption func(*v1alpha1.KubernetesProxy)
 func extMR(o ...mgOption) *v1alpha1.KubernetesProxy {
 	mg := &v1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", UID: extUID}}
 	mg.Spec.ForProvider.CredentialsSecretRef = &commonv1alpha1.LocalSecretReference{Name: "creds"}
+	// The resource's own: what a config without spec.allowedNamespaces
+	// allows.
+	mg.Spec.ForProvider.Namespace = "team"
 	for _, fn := range o {
 		fn(mg)
 	}

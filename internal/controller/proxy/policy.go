@@ -10,10 +10,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,10 +26,53 @@ import (
 )
 
 const (
-	errPolicyRefuses = "refused by the policy of the provider config"
-	errFmtNoPolicy   = "provider config %T carries no policy the provider can read"
-	errFmtGetNS      = "cannot get namespace %q to match it against %s.namespaceSelector"
+	errPolicyRefuses  = "refused by the policy of the provider config"
+	errFmtNoPolicy    = "provider config %T carries no policy the provider can read"
+	errFmtGetNS       = "cannot get namespace %q to match it against %s.namespaceSelector"
+	errFmtNSForbidden = "cannot evaluate %s.namespaceSelector: the provider may not get namespaces: grant the ClusterRole " + NamespacesClusterRole
 )
+
+// NamespacesClusterRole is the ClusterRole (examples/rbac) that lets the
+// provider read the labels of namespaces, which a namespaceSelector needs.
+const NamespacesClusterRole = "provider-egressproxy:namespaces"
+
+// namespaceProbeTimeout bounds the direct read that tells whether the
+// provider may read namespaces at all.
+const namespaceProbeTimeout = 10 * time.Second
+
+// namespaces reads the namespaces a namespaceSelector is matched against.
+// The manager's cache serves them once a direct read has shown that the
+// provider may read namespaces: without that permission the cache's
+// informer never syncs, and a read from it would hang until the reconcile
+// times out, saying nothing of why. Until then every read is direct and
+// bounded, and a refusal names the role to grant.
+type namespaces struct {
+	cache  client.Reader
+	direct client.Reader
+	cached atomic.Bool
+}
+
+func (n *namespaces) get(ctx context.Context, name, rules string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if n.direct == nil || n.cached.Load() {
+		// Only read: the cache's own object needs no copy.
+		err := n.cache.Get(ctx, types.NamespacedName{Name: name}, ns, client.UnsafeDisableDeepCopy)
+		return ns, errors.Wrapf(err, errFmtGetNS, name, rules)
+	}
+	pctx, cancel := context.WithTimeout(ctx, namespaceProbeTimeout)
+	defer cancel()
+	err := n.direct.Get(pctx, types.NamespacedName{Name: name}, ns)
+	if kerrors.IsForbidden(err) {
+		// Nothing in the resource or its config can fix it: the
+		// platform must grant the role.
+		return nil, backend.Permanent(errors.Errorf(errFmtNSForbidden, rules))
+	}
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtGetNS, name, rules)
+	}
+	n.cached.Store(true)
+	return ns, nil
+}
 
 // A PolicyHolder is a provider config that carries the platform's policy.
 // Every provider config kind the provider registers is one.
@@ -44,12 +90,15 @@ func policyPaths(mg resource.ModernManaged, cfg Config) policy.Paths {
 	}
 }
 
-// checkPolicy refuses mg, whose proxy allows p, when it breaks the policy
-// of its provider config cfg: its namespace is not selected, or p breaks a
-// rule common to every backend. The error names every field and rule
-// broken; it is permanent, as only a change of mg or of the policy
-// resolves it.
-func checkPolicy(ctx context.Context, kube client.Client, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters) error {
+// checkPolicy refuses mg, whose proxy allows p and whose backend
+// parameters are forProvider, when it breaks the policy of its provider
+// config cfg: its namespace is not selected, p breaks a rule common to
+// every backend, or forProvider a rule of its backend's. The error names
+// every field and rule broken; it is permanent, as only a change of mg or
+// of the policy resolves it. It is the one place the provider applies the
+// policy, for every backend alike: before Observe, Create and Update, so a
+// refused resource is never created, changed or deleted for it.
+func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters, forProvider any) error {
 	at := policyPaths(mg, cfg)
 	h, ok := cfg.Object.(PolicyHolder)
 	if !ok {
@@ -59,10 +108,9 @@ func checkPolicy(ctx context.Context, kube client.Client, mg resource.ModernMana
 	pol := h.GetProxyPolicy()
 	var v []string
 	if pol.NamespaceSelector != nil {
-		ns := &corev1.Namespace{}
-		// Only read: the cache's own object needs no copy.
-		if err := kube.Get(ctx, types.NamespacedName{Name: mg.GetNamespace()}, ns, client.UnsafeDisableDeepCopy); err != nil {
-			return errors.Wrapf(err, errFmtGetNS, mg.GetNamespace(), at.Rules)
+		ns, err := nss.get(ctx, mg.GetNamespace(), at.Rules)
+		if err != nil {
+			return err
 		}
 		m, err := policy.NamespaceViolation(pol.NamespaceSelector, ns.GetName(), ns.GetLabels(), at)
 		if err != nil {
@@ -76,7 +124,11 @@ func checkPolicy(ctx context.Context, kube client.Client, mg resource.ModernMana
 	if err != nil {
 		return backend.Permanent(err)
 	}
-	if v = append(v, pv...); len(v) == 0 {
+	bv, err := policy.BackendViolations(cfg.Object, forProvider, mg.GetNamespace())
+	if err != nil {
+		return backend.Permanent(err)
+	}
+	if v = append(append(v, pv...), bv...); len(v) == 0 {
 		return nil
 	}
 	return backend.Permanent(errors.Wrap(errors.New(strings.Join(v, "; ")), errPolicyRefuses))

@@ -13,14 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/kubernetesproxy"
+	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 )
 
@@ -137,6 +143,63 @@ func TestPolicyRefusesDirectResources(t *testing.T) {
 		c, err := condition(e.Client, client.ObjectKeyFromObject(unselected), xpv2.TypeReady)
 		return err == nil && c.Status == corev1.ConditionTrue, fmt.Sprint(c, err)
 	})
+}
+
+// TestPolicyNamespacesForbidden: a provider without the namespaces
+// ClusterRole cannot evaluate a namespaceSelector. The resource's Synced
+// condition names the missing permission and the role that grants it at the
+// first reconcile, rather than reporting an informer that can never sync
+// when the reconcile times out.
+func TestPolicyNamespacesForbidden(t *testing.T) {
+	e := kube.Shared(t)
+	platform := e.Namespace(t, "platform")
+	team := e.Namespace(t, "nsforbidden")
+	user := "provider-without-namespaces-" + team
+	// Everything the provider uses in this test but namespaces.
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.Group}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets", "events", "configmaps"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	createAll(t, e.Client, role, binding)
+	t.Cleanup(func() {
+		_ = e.Client.Delete(context.Background(), binding)
+		_ = e.Client.Delete(context.Background(), role)
+	})
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	k := newRecorder[params, obs]()
+	e.RunManagerAs(t, cfg, func(mgr ctrl.Manager, o controller.Options) error {
+		po := proxy.Options{Options: o, ProviderInstance: "test", CredentialsKey: []byte("a test key of thirty-two bytes..")}
+		return kubernetesproxy.Controller.Setup(mgr, po, kubernetesFactory(k))
+	})
+
+	name := "policy-nsforbidden-" + team
+	mg := onCluster(team, "web", name)
+	createAll(t, e.Client, kubeconfigSecret(platform),
+		clusterConfig(name, platform, v1alpha1.Policy{ProxyPolicy: commonv1alpha1.ProxyPolicy{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"egressproxy.io/lab": "true"}},
+		}}), mg)
+	cleanUp(t, e, mg)
+	start := time.Now()
+	want := fmt.Sprintf(`cannot evaluate ClusterProviderConfig %q spec.policy.namespaceSelector: the provider may not get namespaces: grant the ClusterRole provider-egressproxy:namespaces`, name)
+	kube.Eventually(t, "Synced=False naming the permission", func() (bool, string) {
+		c, err := synced(e.Client, mg)
+		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
+	})
+	t.Logf("the condition named the permission %s after the resource was created", time.Since(start).Round(time.Millisecond))
+	if got := calls(k, team); got != 0 {
+		t.Errorf("a resource whose namespace cannot be checked must not reach the backend: %d calls", got)
+	}
 }
 
 // TestPolicyTightened: a policy changed to refuse a resource that already

@@ -130,7 +130,9 @@ func kubernetesProxy(ns, name string) *v1alpha1.KubernetesProxy {
 				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
 			},
 			ForProvider: params{
-				Namespace:       "egress",
+				// The resource's own: what a config without
+				// spec.allowedNamespaces allows.
+				Namespace:       ns,
 				ProxyParameters: commonv1alpha1.ProxyParameters{AllowedClientCIDRs: []string{"10.0.0.0/8"}},
 			},
 		},

@@ -145,6 +145,7 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 			return mustNew[client.Object](s, b.ProviderConfig()), mustNew[client.Object](s, b.ClusterProviderConfig())
 		},
 		NewBackend: f,
+		APIReader:  mgr.GetAPIReader(),
 	}, o)
 	if f != nil {
 		cc := CollectorConfig[P, O]{

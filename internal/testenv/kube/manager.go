@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -30,7 +31,15 @@ const EventuallyTimeout = 3 * time.Minute
 // setup adds, until the test ends. Controllers poll every second.
 func (e *Env) RunManager(t testing.TB, setup func(mgr ctrl.Manager, o controller.Options) error) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	e.RunManagerAs(t, e.Config, setup)
+}
+
+// RunManagerAs is RunManager with the manager reaching the API server as
+// cfg says: another identity, to test what the provider does without a
+// permission.
+func (e *Env) RunManagerAs(t testing.TB, cfg *rest.Config, setup func(mgr ctrl.Manager, o controller.Options) error) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  e.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Tests of one package each run a manager with the same controllers.
