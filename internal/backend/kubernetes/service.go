@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +68,10 @@ type Backend struct {
 	watch *watchCache
 	// noWatch turns the watch cache of NewForConfig off.
 	noWatch bool
+	// logs reads the traffic figures of the pods; nil reports none.
+	logs podLogs
+	// counts are the traffic figures last read (traffic.go).
+	counts trafficCounts
 }
 
 // reader is the part of kube that Observe reads with.
@@ -121,7 +126,12 @@ func NewForConfig(cfg *rest.Config, o ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errClient))
 	}
+	cs, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrap(err, errClient))
+	}
 	b := New(c, append([]Option{WithClusterID(ClusterID(cfg.Host))}, o...)...)
+	b.logs = clientLogs{pods: cs}
 	if !b.noWatch {
 		b.watch = newWatchCache(cfg, s, b.kube)
 		b.kube = recording{kube: b.kube, w: b.watch}
