@@ -224,7 +224,7 @@ func (c *Cluster) startRealNode(ctx context.Context) (err error) {
 	if cmd := n.AbortCommand(); cmd != "" {
 		c.sup.onAbort(cmd)
 	}
-	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
 	c.Node, c.SquidImage = n, images.Squid
