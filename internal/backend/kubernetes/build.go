@@ -101,7 +101,7 @@ const (
 	shutdownLifetime = 30 * time.Second
 	terminationGrace = 45
 	// trafficEvery is how often the traffic container prints the counts;
-	// the provider reads them at most every trafficTTL (traffic.go).
+	// the provider reads them at most every defaultTrafficTTL (traffic.go).
 	trafficEvery = 10
 )
 

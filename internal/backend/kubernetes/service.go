@@ -10,6 +10,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,8 +71,10 @@ type Backend struct {
 	noWatch bool
 	// logs reads the traffic figures of the pods; nil reports none.
 	logs podLogs
-	// counts are the traffic figures last read (traffic.go).
-	counts trafficCounts
+	// counts are the traffic figures last read (traffic.go), each used
+	// for trafficTTL.
+	counts     trafficCounts
+	trafficTTL time.Duration
 }
 
 // reader is the part of kube that Observe reads with.
@@ -104,7 +107,7 @@ func WithVerifier(v *squid.Verifier) Option {
 // New returns a Backend that manages objects through c. c must know the
 // core/v1, apps/v1 and policy/v1 types (see NewScheme).
 func New(c client.Client, o ...Option) *Backend {
-	b := &Backend{kube: c, cluster: "cluster", verifier: squid.NewVerifier()}
+	b := &Backend{kube: c, cluster: "cluster", verifier: squid.NewVerifier(), trafficTTL: defaultTrafficTTL}
 	for _, fn := range o {
 		fn(b)
 	}

@@ -22,13 +22,13 @@ import (
 
 // The proxy's traffic figures come from its pods: the traffic container
 // prints the counts squid.TrafficAWK keeps (buildTrafficContainer), and
-// Observe reads the last line of its log, at most every trafficTTL per pod.
+// Observe reads the last line of its log, at most every defaultTrafficTTL per pod.
 // One small GET per pod and TTL, and no exec or follow: a log line costs
 // the kubelet next to nothing, and nothing runs that the pod did not.
 const (
-	// trafficTTL is how long a pod's figure is used before it is read
-	// again; a read that failed is tried again after it too.
-	trafficTTL = 30 * time.Second
+	// defaultTrafficTTL is how long a pod's figure is used before it is
+	// read again; a read that failed is tried again after it too.
+	defaultTrafficTTL = 30 * time.Second
 	// trafficTimeout bounds one read: Observe must not wait on a slow
 	// kubelet for a figure it can do without.
 	trafficTimeout = 2 * time.Second
@@ -112,7 +112,7 @@ func (b *Backend) traffic(ctx context.Context, ns, name string, pods []*corev1.P
 			pt = &podTraffic{}
 			it.pods[uid] = pt
 		}
-		if now.Sub(pt.tried) >= trafficTTL {
+		if now.Sub(pt.tried) >= b.trafficTTL {
 			pt.tried = now
 			stale = append(stale, p)
 		}

@@ -83,16 +83,16 @@ func TestTraffic(t *testing.T) {
 			want:   []result{{Traffic: &squid.Traffic{}, Reads: 1}},
 		},
 		"Cached": {
-			reason: "A figure is read again only after trafficTTL: a poll in between costs no call.",
+			reason: "A figure is read again only after defaultTrafficTTL: a poll in between costs no call.",
 			polls: []poll{
 				{pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(1, 0)}},
 				{at: 10 * time.Second, pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(5, 0)}},
-				{at: trafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(5, 0)}},
+				{at: defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(5, 0)}},
 			},
 			want: []result{
 				{Traffic: &squid.Traffic{Allowed: 1, BytesToClients: 10}, Reads: 1},
 				{Traffic: &squid.Traffic{Allowed: 1, BytesToClients: 10}, Reads: 1},
-				{Traffic: &squid.Traffic{Allowed: 5, BytesToClients: 50}, At: trafficTTL, Reads: 2},
+				{Traffic: &squid.Traffic{Allowed: 5, BytesToClients: 50}, At: defaultTrafficTTL, Reads: 2},
 			},
 		},
 		"ErrorDropsFigure": {
@@ -110,7 +110,7 @@ func TestTraffic(t *testing.T) {
 			reason: "A failed read again keeps the last figure, and says how old it is.",
 			polls: []poll{
 				{pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(2, 0)}},
-				{at: trafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, errs: map[string]error{"a": errors.New("timeout")}},
+				{at: defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, errs: map[string]error{"a": errors.New("timeout")}},
 			},
 			want: []result{
 				{Traffic: &squid.Traffic{Allowed: 2, BytesToClients: 20}, Reads: 1},
@@ -121,11 +121,11 @@ func TestTraffic(t *testing.T) {
 			reason: "A pod replaced by a rollout retires with its last figure, so the sum does not fall.",
 			polls: []poll{
 				{pods: []*corev1.Pod{trafficPod("old", true)}, lines: map[string]string{"old": line(9, 2)}},
-				{at: trafficTTL, pods: []*corev1.Pod{trafficPod("new", true)}, lines: map[string]string{"new": line(1, 0)}},
+				{at: defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("new", true)}, lines: map[string]string{"new": line(1, 0)}},
 			},
 			want: []result{
 				{Traffic: &squid.Traffic{Allowed: 9, DeniedDestination: 2, BytesToClients: 90}, Reads: 1},
-				{Traffic: &squid.Traffic{Allowed: 10, DeniedDestination: 2, BytesToClients: 100}, At: trafficTTL, Reads: 2},
+				{Traffic: &squid.Traffic{Allowed: 10, DeniedDestination: 2, BytesToClients: 100}, At: defaultTrafficTTL, Reads: 2},
 			},
 		},
 		"NoReadyPod": {
@@ -137,7 +137,7 @@ func TestTraffic(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			logs := &fakeLogs{}
-			b := &Backend{logs: logs}
+			b := &Backend{logs: logs, trafficTTL: defaultTrafficTTL}
 			var got []result
 			for _, p := range tc.polls {
 				logs.lines, logs.errs = p.lines, p.errs
@@ -157,7 +157,7 @@ func TestTraffic(t *testing.T) {
 
 func TestTrafficForgotten(t *testing.T) {
 	logs := &fakeLogs{lines: map[string]string{"a": line(3, 0)}}
-	b := &Backend{logs: logs}
+	b := &Backend{logs: logs, trafficTTL: defaultTrafficTTL}
 	b.traffic(t.Context(), testNS, testName, []*corev1.Pod{trafficPod("old", true)}, time.Now())
 	b.forgetTraffic(testNS, testName)
 	if n := len(b.counts.instances); n != 0 {
