@@ -227,6 +227,9 @@ func (c *Cluster) startRealNode(ctx context.Context) (err error) {
 	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
+	if c.relay != nil {
+		c.relay.Enter(n.NetNS)
+	}
 	c.Node, c.SquidImage = n, images.Squid
 	err = c.waitFor(ctx, nil, 90*time.Second, errRealReady, c.initializeRealNode)
 	if err != nil {
