@@ -53,6 +53,10 @@ type Options struct {
 	// Instrumentation counts, times and traces every backend call.
 	Instrumentation *backend.Instrumentation
 
+	// Traffic gets the data plane's traffic each Observe reads; nil drops
+	// it.
+	Traffic *TrafficMetrics
+
 	// Timeout bounds one reconcile, and so every backend call in it.
 	Timeout time.Duration
 
