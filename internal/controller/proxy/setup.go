@@ -78,6 +78,12 @@ type Options struct {
 	// resource's own poll-interval annotation wins over both.
 	WatchedPollInterval time.Duration
 
+	// TrafficInterval caps WatchedPollInterval: the traffic metrics are
+	// read on Observe, and a watch reports no traffic, so without it a
+	// watched proxy's counts would be as old as its poll. Zero leaves
+	// WatchedPollInterval alone.
+	TrafficInterval time.Duration
+
 	// NormalEvents records the managed reconciler's Normal events too
 	// (creation, update or deletion requested); otherwise only warnings.
 	NormalEvents bool
@@ -98,6 +104,9 @@ func pollHook(o Options, watched func() bool) managed.PollIntervalHook {
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
 		if _, own := meta.GetPollInterval(mg); !own && o.WatchedPollInterval > 0 && watched() {
 			poll = o.WatchedPollInterval
+			if o.TrafficInterval > 0 {
+				poll = min(poll, o.TrafficInterval)
+			}
 		}
 		j := min(o.PollJitter, poll/maxJitterFraction)
 		if j <= 0 {

@@ -36,6 +36,12 @@ func TestPollHook(t *testing.T) {
 			watched: true,
 			want:    want{Min: 10 * time.Minute, Max: 10 * time.Minute},
 		},
+		"WatchedWithTraffic": {
+			reason:  "A watching backend is polled at least every TrafficInterval, so its traffic counts stay fresh.",
+			o:       Options{WatchedPollInterval: 10 * time.Minute, TrafficInterval: 2 * time.Minute},
+			watched: true,
+			want:    want{Min: 2 * time.Minute, Max: 2 * time.Minute},
+		},
 		"OwnAnnotation": {
 			reason:     "A resource's own poll interval wins over the watched poll.",
 			o:          Options{WatchedPollInterval: 10 * time.Minute},
