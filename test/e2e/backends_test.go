@@ -99,6 +99,8 @@ func describeBackend(bc backendCase) bool {
 		It("writes endpoint, port, username, password and url to the claim's connection Secret", r.writesSecret)
 		It("serves traffic through the connection Secret's URL: allowed host over HTTP and CONNECT 200, other host 403, "+
 			"no or wrong credentials 407, client outside allowedClientCIDRs and private destination refused", r.servesTraffic)
+		It("counts known traffic in the provider's metrics (requests allowed, denied by destination, by auth, by client) "+
+			"and logs each request on the proxy without its password", r.countsTraffic)
 		It("applies an allowlist change and then a password rotation without an outage: under a continuous load no request both "+
 			"configurations allow fails, a tunnel opened before stays usable, Ready stays True, the instance stays the same, "+
 			"and the new rule is enforced (time printed)", r.changesWithoutOutage)
