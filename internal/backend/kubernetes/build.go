@@ -40,8 +40,7 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 
 	// AnnotationConfigChecksum on the pod template rolls the pods when the
-	// squid configuration changes. The htpasswd is not part of it: the
-	// mounted Secret is updated in place and basic_ncsa_auth re-reads it.
+	// squid configuration changes.
 	AnnotationConfigChecksum = "egressproxy.io/config-checksum"
 	// AnnotationHtpasswdChecksum on the pod template rolls the pods when
 	// the credentials change: the kubelet updates a mounted Secret only
