@@ -38,7 +38,7 @@ const (
 	// from an old instance still serving.
 	enforcedStreak = 3
 	// maxRefusedWindow is the longest time in a password rotation in
-	// which neither password is let through.
+	// which both passwords are refused.
 	maxRefusedWindow = 2 * time.Second
 	// warmUp runs the load before the change is applied, so traffic is
 	// flowing when it lands.
@@ -110,7 +110,8 @@ func (r *backendRun) changesWithoutOutage(ctx SpecContext) {
 type outage struct {
 	// alwaysOK probes must be answered 200 every time.
 	alwaysOK map[string]bool
-	// eitherOK: at no time may maxRefusedWindow pass without a 200.
+	// eitherOK: no window longer than maxRefusedWindow in which every
+	// probe was refused.
 	eitherOK bool
 	// enforced is the answer each probe gets once the change is in force.
 	enforced map[string]int
@@ -210,12 +211,20 @@ func (r *backendRun) noOutage(ctx context.Context, what string, user *url.Userin
 }
 
 // failures returns the records o forbids: any transport error or 5xx, a
-// non-200 of an alwaysOK probe, and, with eitherOK, every stretch longer
-// than maxRefusedWindow without a 200.
+// non-200 of an alwaysOK probe, and, with eitherOK, every window longer
+// than maxRefusedWindow in which requests of every probe were refused and
+// none let through: from the first refusal of such a run of requests to
+// the next 200. A gap between two 200s alone is no window: requests are
+// samples, seconds apart on a busy machine.
 func failures(records []traffic.Record, o outage) []string {
-	sort.Slice(records, func(i, j int) bool { return records[i].At.Before(records[j].At) })
+	sort.SliceStable(records, func(i, j int) bool { return records[i].At.Before(records[j].At) })
 	var out []string
-	var lastOK time.Time
+	probes := map[string]bool{}
+	for _, r := range records {
+		probes[r.Probe] = true
+	}
+	var runStart time.Time
+	refused := map[string]bool{}
 	for _, r := range records {
 		at := r.At.Format("15:04:05.000")
 		switch {
@@ -229,15 +238,17 @@ func failures(records []traffic.Record, o outage) []string {
 		if !o.eitherOK {
 			continue
 		}
-		if lastOK.IsZero() {
-			lastOK = r.At
-		}
-		if r.Code == http.StatusOK {
-			if gap := r.At.Sub(lastOK); gap > maxRefusedWindow {
-				out = append(out, fmt.Sprintf("%s: no request let through for %s", at, gap.Round(time.Millisecond)))
+		if r.Code != http.StatusOK {
+			if len(refused) == 0 {
+				runStart = r.At
 			}
-			lastOK = r.At
+			refused[r.Probe] = true
+			continue
 		}
+		if w := r.At.Sub(runStart); len(refused) == len(probes) && w > maxRefusedWindow {
+			out = append(out, fmt.Sprintf("%s: every password refused for %s", at, w.Round(time.Millisecond)))
+		}
+		clear(refused)
 	}
 	return out
 }
