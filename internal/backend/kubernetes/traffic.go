@@ -32,6 +32,10 @@ const (
 	// trafficTimeout bounds one read: Observe must not wait on a slow
 	// kubelet for a figure it can do without.
 	trafficTimeout = 2 * time.Second
+	// maxTrafficBackoff bounds the wait after failed reads, which doubles
+	// from the TTL with each: a pod whose kubelet does not answer (or a
+	// cluster that denies pods/log) must not cost every Observe a timeout.
+	maxTrafficBackoff = 10 * time.Minute
 )
 
 // podLogs reads the last line a container of a pod logged.
@@ -53,6 +57,20 @@ type podTraffic struct {
 	ok    bool
 	at    time.Time // when t was read
 	tried time.Time // when a read was last tried
+	fails int       // reads failed in a row
+}
+
+// next is when pt is to be read again: a TTL after a read, or after the
+// first failed one, then twice as long after each further failure.
+func (pt *podTraffic) next(ttl time.Duration) time.Time {
+	wait := ttl
+	for i := 1; i < pt.fails; i++ {
+		if wait >= maxTrafficBackoff {
+			break
+		}
+		wait *= 2
+	}
+	return pt.tried.Add(min(wait, max(maxTrafficBackoff, ttl)))
 }
 
 // instanceTraffic is what the backend knows of one instance's pods.
@@ -112,7 +130,7 @@ func (b *Backend) traffic(ctx context.Context, ns, name string, pods []*corev1.P
 			pt = &podTraffic{}
 			it.pods[uid] = pt
 		}
-		if now.Sub(pt.tried) >= b.trafficTTL {
+		if !now.Before(pt.next(b.trafficTTL)) {
 			pt.tried = now
 			stale = append(stale, p)
 		}
@@ -130,18 +148,23 @@ func (b *Backend) traffic(ctx context.Context, ns, name string, pods []*corev1.P
 		rctx, cancel := context.WithTimeout(ctx, trafficTimeout)
 		line, err := b.logs.lastLine(rctx, p.Namespace, p.Name, trafficName)
 		cancel()
-		if err != nil {
-			continue
+		r := read{uid: p.UID}
+		if err == nil {
+			r.t, r.ok = parseTrafficLine(line)
 		}
-		t, ok := parseTrafficLine(line)
-		reads = append(reads, read{uid: p.UID, t: t, ok: ok})
+		reads = append(reads, r)
 	}
 
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for _, r := range reads {
-		if pt := it.pods[r.uid]; pt != nil && r.ok {
-			pt.t, pt.ok, pt.at = r.t, true, now
+		pt := it.pods[r.uid]
+		switch {
+		case pt == nil:
+		case r.ok:
+			pt.t, pt.ok, pt.at, pt.fails = r.t, true, now, 0
+		default:
+			pt.fails++
 		}
 	}
 	sum, oldest := it.retired, now

@@ -117,6 +117,16 @@ func TestTraffic(t *testing.T) {
 				{Traffic: &squid.Traffic{Allowed: 2, BytesToClients: 20}, At: 0, Reads: 2},
 			},
 		},
+		"BackOff": {
+			reason: "Reads that keep failing are tried at longer and longer intervals, so an unreachable kubelet does not cost every poll a timeout.",
+			polls: []poll{
+				{pods: []*corev1.Pod{trafficPod("a", true)}, errs: map[string]error{"a": errors.New("timeout")}},
+				{at: defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, errs: map[string]error{"a": errors.New("timeout")}},
+				{at: 2 * defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, errs: map[string]error{"a": errors.New("timeout")}},
+				{at: 3 * defaultTrafficTTL, pods: []*corev1.Pod{trafficPod("a", true)}, lines: map[string]string{"a": line(1, 0)}},
+			},
+			want: []result{{Reads: 1}, {Reads: 2}, {Reads: 2}, {Traffic: &squid.Traffic{Allowed: 1, BytesToClients: 10}, At: 3 * defaultTrafficTTL, Reads: 3}},
+		},
 		"Rollout": {
 			reason: "A pod replaced by a rollout retires with its last figure, so the sum does not fall.",
 			polls: []poll{
