@@ -19,7 +19,7 @@ SPDX-License-Identifier: Apache-2.0
 // Health checking: squid needs nothing extra for a TCP probe (the Kubernetes
 // backend's tcpSocket probe on Port). Such a probe connects and closes without
 // a request, which squid 5 logs as an "error:transaction-end-before-headers"
-// line with status 0; log consumers should ignore those.
+// line with status 0; log consumers should ignore those, as TrafficAWK does.
 package squid
 
 import (
