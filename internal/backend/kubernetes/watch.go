@@ -669,6 +669,14 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 				if !observedSame(oldObj, newObj) {
 					report(m)
 				}
+				if readinessChanged(oldObj, newObj) {
+					// Not an owned kind, but its labels carry the
+					// ownership: the egress IPs are the nodes of ready
+					// pods, and the Deployment's status may come before
+					// its pods' (the proxy was Ready without an egress IP
+					// until the next poll).
+					w.changed(m)
+				}
 			}
 		},
 		DeleteFunc: func(o any) {
@@ -679,6 +687,13 @@ func (w *watchCache) handler(kind reflect.Type, owned bool) toolscache.ResourceE
 			}
 		},
 	}
+}
+
+// readinessChanged tells whether a pod became ready or stopped being so.
+func readinessChanged(oldObj, newObj any) bool {
+	o, ok := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	return ok && ok2 && podReady(o) != podReady(n)
 }
 
 // observedSame tells whether a Deployment's update changed nothing

@@ -583,6 +583,42 @@ func TestDeploymentUpdatesReported(t *testing.T) {
 	}
 }
 
+// TestPodReadinessReported: a pod's readiness changes the proxy's egress
+// IPs, so it is reported, with the owner its labels name; its other status
+// updates are not.
+func TestPodReadinessReported(t *testing.T) {
+	pod := func(rv string, ready bool) *corev1.Pod {
+		p := trafficPod("p", ready)
+		p.ResourceVersion, p.Labels = rv, mustBuild(t, desired()).deployment.Spec.Template.Labels
+		return p
+	}
+	cases := map[string]struct {
+		reason   string
+		old, new *corev1.Pod
+		want     int
+	}{
+		"BecameReady":  {reason: "A pod that became ready adds its node's address.", old: pod("1", false), new: pod("2", true), want: 1},
+		"StoppedReady": {reason: "A pod no longer ready takes its node's address away.", old: pod("1", true), new: pod("2", false), want: 1},
+		"OtherStatus":  {reason: "Another status update of a ready pod changes nothing Observe reports.", old: pod("1", true), new: pod("2", true)},
+		"Resync":       {reason: "A resync is no change.", old: pod("1", false), new: pod("1", true)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWatchCache(&rest.Config{}, nil, fakeCluster(t))
+			w.started, w.cache = true, &informertest.FakeInformers{}
+			var got []backend.Ownership
+			w.setNotify(func(o backend.Ownership) { got = append(got, o) })
+			w.handler(reflect.TypeOf(tc.new), false).OnUpdate(tc.old, tc.new)
+			if len(got) != tc.want {
+				t.Fatalf("%s\nreported %d times, want %d", tc.reason, len(got), tc.want)
+			}
+			if tc.want > 0 && got[0] != testOwnership() {
+				t.Errorf("%s\nreported %+v, want the pod's owner %+v", tc.reason, got[0], testOwnership())
+			}
+		})
+	}
+}
+
 // TestWatchEventsVouch: an event with news from the API server vouches for
 // the target as a liveness check would; a resync does not.
 func TestWatchEventsVouch(t *testing.T) {

@@ -12,7 +12,13 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 )
 
@@ -35,6 +41,12 @@ func TestPollHook(t *testing.T) {
 			o:       Options{WatchedPollInterval: 10 * time.Minute},
 			watched: true,
 			want:    want{Min: 10 * time.Minute, Max: 10 * time.Minute},
+		},
+		"WatchedWithTraffic": {
+			reason:  "A watching backend is polled at least every TrafficInterval, so its traffic counts stay fresh.",
+			o:       Options{WatchedPollInterval: 10 * time.Minute, TrafficInterval: 2 * time.Minute},
+			watched: true,
+			want:    want{Min: 2 * time.Minute, Max: 2 * time.Minute},
 		},
 		"OwnAnnotation": {
 			reason:     "A resource's own poll interval wins over the watched poll.",
@@ -72,5 +84,31 @@ func TestPollHook(t *testing.T) {
 				t.Errorf("\n%s\npoll outside [%s, %s]: %s", tc.reason, tc.want.Min, tc.want.Max, cmp.Diff(tc.want, got))
 			}
 		})
+	}
+}
+
+func TestUsersOf(t *testing.T) {
+	proxy := func(ns, name, secret string) *v1alpha1.KubernetesProxy {
+		p := &v1alpha1.KubernetesProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if secret != "" {
+			p.Spec.ForProvider.CredentialsSecretRef = &commonv1alpha1.LocalSecretReference{Name: secret}
+		}
+		return p
+	}
+	s := extScheme(t)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		proxy("team", "a", "creds"), proxy("team", "b", "other"), proxy("team", "c", ""), proxy("elsewhere", "d", "creds"),
+	).Build()
+	ref := func(p *v1alpha1.KubernetesProxy) string {
+		if r := p.Spec.ForProvider.CredentialsSecretRef; r != nil {
+			return r.Name
+		}
+		return ""
+	}
+	fn := usersOf(c, s, v1alpha1.KubernetesProxyGroupVersionKind.GroupVersion().WithKind(v1alpha1.KubernetesProxyKind+"List"), ref)
+	got := fn(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds"}})
+	want := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "team", Name: "a"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usersOf(...): a changed Secret reconciles the resources of its namespace that use it, and only those: -want, +got:\n%s", diff)
 	}
 }
