@@ -3,7 +3,8 @@
 # proxy, once, into a cache keyed by version that a working tree and CI share.
 #
 #   hack/tools.sh build NAME...   build what is missing (etcd kube-apiserver kubectl
-#                                 kube-controller-manager kubelet kwok crossplane crossplane-core)
+#                                 kube-controller-manager kubelet kwok crossplane crossplane-core
+#                                 provider-kubernetes)
 #   hack/tools.sh path NAME       print the binary's path (builds it if missing)
 #   hack/tools.sh envtest         print a folder holding etcd + kube-apiserver + kubectl
 #   hack/tools.sh cached NAME     print the binary's path only if it is built (exit 1 if not)
@@ -20,6 +21,7 @@ KWOK_VERSION=v0.7.0
 CROSSPLANE_CLI_VERSION=v2.2.1   # the last crossplane/v2 with cmd/crank (beta trace, render, validate, xpkg)
 CROSSPLANE_CORE_VERSION=v2.4.2
 CROSSPLANE_RUNTIME_VERSION=v2.4.0
+PROVIDER_KUBERNETES_VERSION=v1.2.0   # the peer make bench runs side by side (docs/bench.md)
 
 CACHE=${EGRESSPROXY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-egressproxy/tools}
 export GOFLAGS=-mod=mod
@@ -34,6 +36,7 @@ version_of() {
     kwok) echo "$KWOK_VERSION" ;;
     crossplane) echo "$CROSSPLANE_CLI_VERSION" ;;
     crossplane-core) echo "$CROSSPLANE_CORE_VERSION" ;;
+    provider-kubernetes) echo "$PROVIDER_KUBERNETES_VERSION" ;;
     *) log "unknown tool $1"; return 2 ;;
   esac
 }
@@ -133,6 +136,19 @@ build_crossplane-core() {
       -o "$1" github.com/crossplane/crossplane/v2/cmd/crossplane )
 }
 
+# build_provider-kubernetes builds the peer as its own go.mod pins it (a
+# wrapper module requiring only it resolves to its own versions), and puts
+# its CRDs beside the binary, in crds/.
+build_provider-kubernetes() {
+  local m=github.com/crossplane-contrib/provider-kubernetes
+  local w=$CACHE/src/provider-kubernetes-$PROVIDER_KUBERNETES_VERSION
+  wrapper "$w" "$m@$PROVIDER_KUBERNETES_VERSION"
+  ( cd "$w" && printf '//go:build tools\n\npackage tools\nimport _ "%s/cmd/provider"\n' "$m" >tools.go && go mod tidy >/dev/null
+    go build -trimpath -ldflags "-s -w" -o "$1" "$m/cmd/provider"
+    local src; src=$(go list -m -f '{{.Dir}}' "$m")
+    rm -rf "$(dirname "$1")/crds" && cp -r "$src/package/crds" "$(dirname "$1")/crds" && chmod -R u+w "$(dirname "$1")/crds" )
+}
+
 ensure() {
   local name=$1 out
   out=$(bin_path "$name")
@@ -146,6 +162,7 @@ ensure() {
     kwok) build_kwok "$out.tmp" ;;
     crossplane) build_crossplane "$out.tmp" ;;
     crossplane-core) build_crossplane-core "$out.tmp" ;;
+    provider-kubernetes) build_provider-kubernetes "$out.tmp" ;;
   esac
   mv "$out.tmp" "$out"
   log "built $name in $((SECONDS - start))s"

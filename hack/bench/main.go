@@ -65,6 +65,8 @@ type options struct {
 	providerFlags []string
 	// providerEnv is added to the provider's environment only.
 	providerEnv []string
+	// peer runs provider-kubernetes side by side (kubernetes only).
+	peer bool
 }
 
 func main() {
@@ -80,6 +82,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "folder to write profiles to: the provider's (<backend>-converge.pprof, <backend>-steady.pprof, <backend>-heap.pprof) and the API server's while converging (<backend>-apiserver-converge.pprof); empty: none")
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
+	flag.BoolVar(&o.peer, "peer", true, "kubernetes: also run the peer provider-kubernetes (hack/tools.sh builds it) on the same four objects per proxy as Objects, and print ours/peer")
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string

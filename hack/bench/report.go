@@ -135,6 +135,8 @@ type result struct {
 	note       string
 	// faults are the fault runs of -faults.
 	faults []faultResult
+	// peer is provider-kubernetes' run (kubernetes, -peer).
+	peer *peerResult
 }
 
 func (r *result) print(w io.Writer) {
@@ -189,6 +191,9 @@ func (r *result) print(w io.Writer) {
 	}
 	for _, f := range r.faults {
 		f.print(w, r.n)
+	}
+	if r.peer != nil {
+		r.printPeer(w, r.peer)
 	}
 }
 

@@ -189,11 +189,29 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 	}
 	p.stop()
 
+	// The peer next, on the API server as the provider left it: the two
+	// runs of the side-by-side are adjacent.
+	if pb, ok := b.(peered); ok && r.o.peer {
+		res.peer, err = pb.peer(ctx, r)
+		switch {
+		case errors.Is(err, errMissing) && !testenv.InCI():
+			logf("%s: peer SKIPPED: %v (CI=true makes this a failure)", r.backend, err)
+		case err != nil:
+			res.loadAfter = loadAvg()
+			return res, errors.Wrap(err, errPeer)
+		}
+	}
+
 	logf("%s: baseline", r.backend)
 	base, err := b.baseline(ctx, r)
 	res.base = base
 	res.loadAfter = loadAvg()
 	return res, errors.Wrap(err, "baseline")
+}
+
+// A peered bench also runs a peer provider on the same objects (-peer).
+type peered interface {
+	peer(ctx context.Context, r *runner) (*peerResult, error)
 }
 
 // profile writes a CPU profile of the provider over d to
