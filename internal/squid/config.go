@@ -95,13 +95,28 @@ type Config struct {
 	// HostsFile optionally replaces /etc/hosts for name resolution, which
 	// tests use to map names such as allowed.test to 127.0.0.1.
 	HostsFile string
-	// AccessLogSyslog, when set (e.g. "local4.info"), also sends the access
-	// log to syslog (the journal on a VM). TODO(issue 40, WP1): rendered.
+	// AccessLogSyslog, when set, also sends the access log to syslog (the
+	// journal on a VM) with this facility and priority: local0..local7 or
+	// daemon, and info or notice, e.g. "local4.info". Each message is one
+	// LogFormat line.
 	AccessLogSyslog string
 	// ShutdownLifetime is how long squid lets open requests and tunnels
-	// finish when it stops; zero keeps squid's default. TODO(issue 40, WP1).
+	// finish when it stops (SIGTERM, squid -k shutdown), in whole seconds
+	// (rounded up), at most MaxShutdownLifetime; zero keeps 10 seconds.
 	ShutdownLifetime time.Duration
 }
+
+// defaultShutdownLifetime is the shutdown_lifetime, in seconds, of a Config
+// without one: short, because a stopping VM or pod should not hold on.
+const defaultShutdownLifetime = 10
+
+// MaxFileDescriptors is squid's max_filedescriptors. Without it squid takes
+// the soft RLIMIT_NOFILE it starts with, which is 1024 under systemd and in
+// many containers: ~500 tunnels. squid raises the soft limit up to the hard
+// one (at least 524288 under systemd and containerd); where the hard limit
+// is lower, squid logs an error and runs with the hard limit. It takes
+// effect on a restart only, never on a reconfigure.
+const MaxFileDescriptors = 65536
 
 // spec is a validated, normalised Config: every value in it is safe to write
 // into a squid configuration line as it is.
@@ -121,6 +136,10 @@ type spec struct {
 	coredumpDir  string
 	authHelper   string
 	hostsFile    string
+	// accessLogSyslog is empty for no syslog log.
+	accessLogSyslog string
+	// shutdownLifetime is in seconds.
+	shutdownLifetime int
 }
 
 // Render validates c and returns the squid configuration for it. The output

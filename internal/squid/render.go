@@ -100,8 +100,12 @@ func writeService(l lines, s spec) {
 	l.d("cache_log", s.cacheLog)
 	l.d("coredump_dir", s.coredumpDir)
 	l.d("logfile_rotate", "0")
+	l.d("max_filedescriptors", strconv.Itoa(MaxFileDescriptors))
 	l.d("logformat", LogFormat, logFormat)
 	l.d("access_log", "stdio:"+s.accessLog, "logformat="+LogFormat)
+	if s.accessLogSyslog != "" {
+		l.d("access_log", "syslog:"+s.accessLogSyslog, "logformat="+LogFormat)
+	}
 	if s.hostsFile != "" {
 		l.d("hosts_file", s.hostsFile)
 	}
@@ -122,7 +126,8 @@ func writeService(l lines, s spec) {
 	l.d("read_timeout", "15", "minutes")
 	l.d("client_idle_pconn_timeout", "2", "minutes")
 	l.d("pconn_timeout", "1", "minute")
-	l.d("shutdown_lifetime", "10", "seconds")
+	l.comment("How long open requests and tunnels may finish when squid stops.")
+	l.d("shutdown_lifetime", strconv.Itoa(s.shutdownLifetime), "seconds")
 }
 
 func writeAuth(l lines, s spec) {
@@ -179,14 +184,17 @@ func writeAccess(l lines, s spec) {
 	l.comment("squid applies the first http_access line that matches, so every deny comes")
 	l.comment("first and the allows last, and the final line denies whatever is left:")
 	l.comment("never an open proxy. Clients outside clientCIDRs are refused before they")
-	l.comment("are asked to authenticate; the port checks come next, and the destination")
-	l.comment("checks (and the DNS lookups of the dst ACLs) run only for authenticated")
-	l.comment("users. Plain HTTP (every method but CONNECT) is held to httpPorts.")
+	l.comment("are asked to authenticate, and every other check runs only for")
+	l.comment("authenticated users, so the access log tells the reasons apart: 403")
+	l.comment("without a user is the client, 407 the credentials, 403 with a user the")
+	l.comment("destination (port, method or address). Plain HTTP (every method but")
+	l.comment("CONNECT) is held to httpPorts.")
 	if len(s.clients) == 0 {
 		l.d("http_access", "deny", "all")
 	} else {
 		l.d("http_access", "deny", "!"+aclClients)
 	}
+	l.d("http_access", "deny", "!"+aclAuthed)
 	l.d("http_access", "deny", "manager")
 	l.d("http_access", "deny", "!"+aclConnect, "!"+aclHTTP)
 	if len(s.connectPorts) == 0 {
@@ -199,7 +207,6 @@ func writeAccess(l lines, s spec) {
 	} else {
 		l.d("http_access", "deny", "!"+aclConnect, "!"+aclHTTPPorts)
 	}
-	l.d("http_access", "deny", "!"+aclAuthed)
 	l.comment("The metadata servers, by name and by (resolved) address, whatever the")
 	l.comment("allowlist and denyPrivateDestinations say. squid checks http_access")
 	l.comment("before it opens any connection, so a denied request sends no packet.")

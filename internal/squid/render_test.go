@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -73,11 +74,11 @@ func renderCases() map[string]renderCase {
 				"acl ep_dst_nets dst 203.0.113.0/24",
 				"acl ep_dst_nets dst 2001:db8::/32",
 				"http_access deny !ep_clients",
+				"http_access deny !ep_authed",
 				"http_access deny manager",
 				"http_access deny !ep_connect !ep_http",
 				"http_access deny ep_connect !ep_connect_ports",
 				"http_access deny !ep_connect !ep_http_ports",
-				"http_access deny !ep_authed",
 				"http_access deny ep_metadata_names",
 				"http_access deny ep_metadata",
 				"http_access allow ep_dst_names",
@@ -110,7 +111,7 @@ func renderCases() map[string]renderCase {
 		"NoHTTPPortsDeniesPlainHTTP": {
 			reason: "No HTTP ports means no plain HTTP at all; CONNECT keeps its own ports.",
 			c:      typical(func(c *Config) { c.HTTPPorts = nil }),
-			want:   []string{"http_access deny ep_connect !ep_connect_ports", "http_access deny !ep_connect", "http_access deny !ep_authed"},
+			want:   []string{"http_access deny !ep_authed", "http_access deny ep_connect !ep_connect_ports", "http_access deny !ep_connect"},
 			absent: []string{"http_access deny !ep_connect !ep_http_ports"},
 		},
 		"HTTPPortsSortedAndDeduplicated": {
@@ -192,7 +193,7 @@ func renderCases() map[string]renderCase {
 		"NoConnectPortsDeniesConnect": {
 			reason: "No CONNECT ports means no CONNECT at all.",
 			c:      typical(func(c *Config) { c.ConnectPorts = nil }),
-			want:   []string{"http_access deny ep_connect", "http_access deny !ep_authed"},
+			want:   []string{"http_access deny !ep_authed", "http_access deny ep_connect"},
 			absent: []string{"http_access deny ep_connect !ep_connect_ports"},
 		},
 		"NoDestinationsAllowsNothing": {
@@ -227,6 +228,30 @@ func renderCases() map[string]renderCase {
 				"hosts_file /tmp/x/hosts",
 				"auth_param basic program /usr/lib/squid/basic_ncsa_auth /tmp/x/htpasswd",
 			},
+		},
+		"AccessLogSyslog": {
+			reason: "A syslog facility adds a second access log in the same format; the file log stays.",
+			c:      typical(func(c *Config) { c.AccessLogSyslog = "local4.info" }),
+			want: []string{
+				"logformat egressproxy_json " + logFormat,
+				"access_log stdio:/var/log/squid/access.log logformat=egressproxy_json",
+				"access_log syslog:local4.info logformat=egressproxy_json",
+			},
+		},
+		"NoAccessLogSyslog": {
+			reason: "Without a facility there is no syslog log.",
+			c:      typical(),
+			absent: []string{"access_log syslog:local4.info logformat=egressproxy_json"},
+		},
+		"ShutdownLifetimeDefault": {
+			reason: "Zero keeps 10 seconds.",
+			c:      typical(),
+			want:   []string{"max_filedescriptors 65536", "shutdown_lifetime 10 seconds"},
+		},
+		"ShutdownLifetimeRoundsUp": {
+			reason: "squid counts whole seconds; a fraction rounds up.",
+			c:      typical(func(c *Config) { c.ShutdownLifetime = 29500 * time.Millisecond }),
+			want:   []string{"shutdown_lifetime 30 seconds"},
 		},
 	}
 }

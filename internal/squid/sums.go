@@ -106,5 +106,7 @@ func configKey(c Config) string {
 	str(c.CoredumpDir)
 	str(c.AuthHelper)
 	str(c.HostsFile)
+	str(c.AccessLogSyslog)
+	b.WriteString(strconv.FormatInt(int64(c.ShutdownLifetime), 10))
 	return b.String()
 }

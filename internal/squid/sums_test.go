@@ -22,7 +22,7 @@ func TestKeyCoversEveryField(t *testing.T) {
 		switch f.Kind() {
 		case reflect.String:
 			f.SetString("x")
-		case reflect.Int32:
+		case reflect.Int32, reflect.Int64:
 			f.SetInt(1)
 		case reflect.Bool:
 			f.SetBool(true)

@@ -62,7 +62,7 @@ func ParseTraffic(line string) (Traffic, bool) {
 		return Traffic{}, false
 	}
 	var t Traffic
-	seen := 0
+	seen := map[string]bool{}
 	for _, kv := range f[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -77,15 +77,134 @@ func ParseTraffic(line string) (Traffic, bool) {
 				return Traffic{}, false
 			}
 			*t.fields()[i] = n
-			seen++
+			seen[k] = true
 		}
 	}
-	return t, seen == len(trafficKeys)
+	if len(seen) != len(trafficKeys) {
+		return Traffic{}, false
+	}
+	return t, true
 }
+
+// ProbeURL is the URL the provider's own health probes request from inside
+// the instance (the KVM guest-agent probe, the GCE reporter). squid refuses
+// it by its own rules, and TrafficAWK neither prints nor counts a request for
+// it from loopback, so probes do not show up as denied traffic. A client in
+// clientCIDRs cannot hide requests behind it: it never comes from loopback.
+const ProbeURL = "http://127.0.0.1:1/"
 
 // TrafficAWK is an awk program (POSIX awk, mawk 1.3.4 included; no single
 // quote inside, so it can be passed in a shell's single quotes) that reads
-// squid's access log on stdin and keeps the file named by its variable
-// "out" holding one Traffic line (see String) with the counts so far.
-// TODO(issue 40, WP1): the program; the stub only fixes the contract.
-const TrafficAWK = ``
+// squid's access log (the LogFormat lines, with or without a syslog prefix)
+// on stdin, copies every line to stdout, and keeps the file named by its
+// variable "out" holding one Traffic line (see String) with the counts so
+// far. Run it as
+//
+//	awk -v out=/path/traffic [-v init=/path/traffic] "$TrafficAWK"
+//
+// init optionally names a file with an earlier Traffic line to count on
+// from (it may be out itself), so counts survive a reboot.
+//
+// It writes out at start, then after a line whose log time (the second in
+// its "time" field) differs from the one of the last write, and at the end
+// of its input. So it forks at most one mv per second of log, and the file
+// lags the log by at most the gap to the next line of a later second; the
+// health probes, which squid also logs, bound that gap. The write is a
+// rename, so a reader never sees half a line.
+//
+// Classification, which relies on the order of the http_access rules that
+// Render writes (clients first, then credentials, then everything else):
+//
+//   - TCP_DENIED with status 407: no or wrong credentials (DeniedAuth);
+//   - TCP_DENIED with status 403 and no user: refused before authentication,
+//     so the client is outside clientCIDRs (DeniedClient);
+//   - any other TCP_DENIED: an authenticated request to a destination, port
+//     or method the policy refuses (DeniedDestination);
+//   - any other request is Allowed, whatever the origin answered.
+//
+// It neither prints nor counts ProbeURL requests from loopback and the lines
+// squid writes for connections closed before a request (a tcpSocket probe:
+// "error:transaction-end-before-headers", status 0). Other "error:" lines
+// (a malformed request, say) are printed and their bytes counted, but they
+// are no request of any class. Bytes are squid's bytes_sent (to clients) and
+// bytes_received (from clients), headers included.
+//
+// Each line is flushed as it is printed: on Kubernetes stdout is the pod's
+// log. Where the log already has a home (the journal on a VM), send stdout
+// to /dev/null.
+const TrafficAWK = `
+function load(f,   l, n, i, kv, a) {
+	if (f == "" || (getline l < f) <= 0)
+		return
+	close(f)
+	n = split(l, a, " ")
+	if (a[1] != "egressproxy-traffic")
+		return
+	for (i = 2; i <= n; i++)
+		if (split(a[i], kv, "=") == 2 && (kv[1] in c))
+			c[kv[1]] = kv[2] + 0
+}
+function save(   i, l, tmp) {
+	l = "egressproxy-traffic"
+	for (i = 1; i <= nk; i++)
+		l = l sprintf(" %s=%.0f", k[i], c[k[i]])
+	tmp = out ".tmp"
+	print l > tmp
+	close(tmp)
+	system("mv -f " q tmp q " " q out q)
+	dirty = 0
+}
+function field(name,   i) {
+	i = index($0, ",\"" name "\":")
+	if (i == 0)
+		return ""
+	return substr($0, i + length(name) + 4)
+}
+BEGIN {
+	q = "\047"
+	nk = split("allowed denied_destination denied_client denied_auth bytes_to_clients bytes_from_clients", k, " ")
+	for (i = 1; i <= nk; i++)
+		c[k[i]] = 0
+	load(init)
+	if (out != "")
+		save()
+	last = ""
+}
+{
+	i = index($0, "\"time\":\"")
+	if (i == 0) {
+		print
+		fflush()
+		next
+	}
+	t = substr($0, i + 8, 20)
+	probe = (index($0, ",\"url\":\"` + ProbeURL + `\",") > 0 && (index($0, ",\"client\":\"127.0.0.1\",") > 0 || index($0, ",\"client\":\"::1\",") > 0))
+	probe = probe || (index($0, ",\"url\":\"error:transaction-end-before-headers\",") > 0 && field("status") + 0 == 0)
+	if (!probe) {
+		print
+		fflush()
+		c["bytes_to_clients"] += field("bytes_sent") + 0
+		c["bytes_from_clients"] += field("bytes_received") + 0
+		dirty = 1
+		if (index($0, ",\"url\":\"error:") == 0) {
+			status = field("status") + 0
+			if (index(field("result"), "\"TCP_DENIED") != 1)
+				c["allowed"]++
+			else if (status == 407)
+				c["denied_auth"]++
+			else if (status == 403 && index($0, ",\"user\":\"-\",") > 0)
+				c["denied_client"]++
+			else
+				c["denied_destination"]++
+		}
+	}
+	if (dirty && t != last && out != "") {
+		save()
+		last = t
+	}
+}
+END {
+	if (dirty && out != "")
+		save()
+}
+`

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 const (
@@ -40,14 +42,39 @@ const (
 	reasonTrailingDot = "must not end with a dot"
 	reasonLabel       = "label %q is not an RFC 1123 label (1-63 letters, digits or '-', not starting or ending with '-')"
 	reasonNumericTLD  = "ends in a numeric label, which resolvers read as an IP address"
+	reasonSyslog      = "must be local0..local7 or daemon, a dot, and info or notice"
 )
+
+// syslogFacility is what AccessLogSyslog may be: a facility a platform can
+// route and a priority journald keeps by default.
+var syslogFacility = regexp.MustCompile(`^(local[0-7]|daemon)\.(info|notice)$`)
+
+// MaxShutdownLifetime bounds Config.ShutdownLifetime: squid keeps its port
+// closed and the instance busy for that long when it stops.
+const MaxShutdownLifetime = 10 * time.Minute
+
+const errFmtShutdownLifetime = "shutdownLifetime: %s is not between 0 and %s"
 
 // validate checks every field of c and returns its normalised form. Each
 // error names the offending field, and the index for a list.
 func validate(c Config) (spec, error) {
-	s := spec{port: c.Port, denyPrivate: c.DenyPrivateDestinations}
+	s := spec{port: c.Port, denyPrivate: c.DenyPrivateDestinations, shutdownLifetime: defaultShutdownLifetime}
 	if c.Port < 1 || c.Port > 65535 {
 		return spec{}, fmt.Errorf(errFmtPort, "port", c.Port)
+	}
+	if c.AccessLogSyslog != "" {
+		if !syslogFacility.MatchString(c.AccessLogSyslog) {
+			return spec{}, valueError("accessLogSyslog", c.AccessLogSyslog, reasonSyslog)
+		}
+		s.accessLogSyslog = c.AccessLogSyslog
+	}
+	switch {
+	case c.ShutdownLifetime < 0 || c.ShutdownLifetime > MaxShutdownLifetime:
+		return spec{}, fmt.Errorf(errFmtShutdownLifetime, c.ShutdownLifetime, MaxShutdownLifetime)
+	case c.ShutdownLifetime > 0:
+		// squid counts whole seconds; round up so a tunnel gets at least
+		// what was asked for.
+		s.shutdownLifetime = int((c.ShutdownLifetime + time.Second - 1) / time.Second)
 	}
 	if c.ListenAddress != "" {
 		a, err := parseAddr("listenAddress", c.ListenAddress)

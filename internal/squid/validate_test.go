@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -107,6 +108,12 @@ func TestRenderValidation(t *testing.T) {
 		"CacheLogHash":        {"'#' is refused in paths.", typical(func(c *Config) { c.CacheLog = "/var/log/#cache.log" }), errors.New(`cacheLog: "/var/log/#cache.log": contains a forbidden character (allowed: letters, digits and . _ - /)`)},
 		"CoredumpDirTooLong":  {"Paths are bounded.", typical(func(c *Config) { c.CoredumpDir = "/" + strings.Repeat(long, 4) }), errors.New(`coredumpDir: "/` + long[:63] + `...": is too long`)},
 		"AuthHelperMacro":     {"Macros are refused in paths.", typical(func(c *Config) { c.AuthHelper = "/usr/lib/${x}" }), errors.New(`authHelper: "/usr/lib/${x}": contains a forbidden character (allowed: letters, digits and . _ - /)`)},
+		"SyslogFacility":      {"Only local0..7 and daemon.", typical(func(c *Config) { c.AccessLogSyslog = "auth.info" }), errors.New(`accessLogSyslog: "auth.info": must be local0..local7 or daemon, a dot, and info or notice`)},
+		"SyslogPriority":      {"Only info and notice, which journald keeps.", typical(func(c *Config) { c.AccessLogSyslog = "local4.debug" }), errors.New(`accessLogSyslog: "local4.debug": must be local0..local7 or daemon, a dot, and info or notice`)},
+		"SyslogInjection":     {"Nothing can follow the priority.", typical(func(c *Config) { c.AccessLogSyslog = "local4.info logformat=squid" }), errors.New(`accessLogSyslog: "local4.info logformat=squid": must be local0..local7 or daemon, a dot, and info or notice`)},
+		"SyslogNewline":       {"A newline cannot add a directive.", typical(func(c *Config) { c.AccessLogSyslog = "local4.info\nhttp_access allow all" }), errors.New(`accessLogSyslog: "local4.info\nhttp_access allow all": must be local0..local7 or daemon, a dot, and info or notice`)},
+		"ShutdownNegative":    {"A lifetime is not negative.", typical(func(c *Config) { c.ShutdownLifetime = -time.Second }), errors.New("shutdownLifetime: -1s is not between 0 and 10m0s")},
+		"ShutdownTooLong":     {"A stopping squid does not hold on for ever.", typical(func(c *Config) { c.ShutdownLifetime = time.Hour }), errors.New("shutdownLifetime: 1h0m0s is not between 0 and 10m0s")},
 		"HostsFileRelative":   {"The hosts file path is absolute.", typical(func(c *Config) { c.HostsFile = "hosts" }), errors.New(`hostsFile: "hosts": must be an absolute, clean path`)},
 	}
 	for name, tc := range cases {
