@@ -81,14 +81,10 @@ func proxyScopes() []string {
 	}
 }
 
-// accessLogSyslog is where the VM's squid also logs every request: the
-// journal, where the guest's traffic counter reads it (cloudinit.GuestFiles).
-const accessLogSyslog = "local4.info"
-
 // vmSquidConfig is the squid configuration of a VM proxy.
 func vmSquidConfig(p commonv1alpha1.ProxyParameters) squid.Config {
 	c := backend.SquidConfig(p)
-	c.AccessLogSyslog = accessLogSyslog
+	c.AccessLogSyslog = cloudinit.AccessLogSyslog // the journal, where the traffic counter reads it
 	return c
 }
 

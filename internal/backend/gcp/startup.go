@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/egressproxy/provider-egressproxy/internal/cloudinit"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // vmFile is a file the VM must hold. Path, Owner and Mode come from this
@@ -109,10 +110,7 @@ const (
 	reporterPath      = "/usr/local/sbin/egressproxy-report"
 	reporterUnitPath  = "/etc/systemd/system/egressproxy-report.service"
 	reporterTimerPath = "/etc/systemd/system/egressproxy-report.timer"
-	guestStateDir     = "/etc/egressproxy"
-	// guestTrafficFile is where the guest's traffic counter keeps its
-	// squid.Traffic line (cloudinit.GuestFiles).
-	guestTrafficFile = "/var/lib/egressproxy/traffic"
+	guestStateDir     = cloudinit.StateDir
 )
 
 // putAttribute is a bash function that writes a guest attribute through the
@@ -148,7 +146,7 @@ export LC_ALL=C
 md=${EGRESSPROXY_METADATA:-metadata.google.internal:80}
 etc=${EGRESSPROXY_STATE_DIR:-` + guestStateDir + `}
 conf=${EGRESSPROXY_SQUID_CONF:-` + cloudinit.DefaultSquidConfPath + `}
-traffic=${EGRESSPROXY_TRAFFIC:-` + guestTrafficFile + `}
+traffic=${EGRESSPROXY_TRAFFIC:-` + cloudinit.TrafficPath + `}
 bootid=${EGRESSPROXY_BOOT_ID:-/proc/sys/kernel/random/boot_id}
 sum=$(cat "$etc/checksum" 2>/dev/null) || sum=""
 port=$(cat "$etc/port" 2>/dev/null) || port=""
@@ -186,8 +184,8 @@ put_attribute state "${value:0:` + maxReportString + `}" || exit 2
 `
 
 // squidProbeURL is what the reporter asks squid for: a URL no allowlist
-// admits, so squid answers it itself.
-const squidProbeURL = "http://127.0.0.1:1/"
+// admits, so squid answers it itself (and the traffic counter skips it).
+const squidProbeURL = squid.ProbeURL
 
 // maxReport bounds what the guest writes; Observe shows the reason.
 const (
