@@ -132,7 +132,8 @@ func main() {
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	backendMetrics := backend.NewMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, instanceInfo(id))
+	trafficMetrics := proxy.NewTrafficMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, backendMetrics, trafficMetrics, instanceInfo(id))
 
 	gctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	safeStart, err := crdGate(gctx, cfg, log)
@@ -172,6 +173,7 @@ func main() {
 		// The tracer is the global one: a no-op unless setupTracing
 		// configured an exporting SDK.
 		Instrumentation: backend.NewInstrumentation(backend.WithMetrics(backendMetrics), backend.WithTracer(otel.Tracer("provider-egressproxy"))),
+		Traffic:         trafficMetrics,
 	}, wire(proxy.Env{Self: cfg, CallTimeout: *timeout / 2, ReconcileRate: *maxReconcileRate})), "Cannot set up the provider's controllers")
 	err = mgr.Start(ctrl.SetupSignalHandler())
 	// Send the spans still buffered before exiting.

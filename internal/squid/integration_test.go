@@ -115,7 +115,12 @@ type proxyEnv struct {
 // private.test resolve to 127.0.0.1, and so does every line of hosts.
 func startProxyEnv(t *testing.T, mod func(*Config), hosts []string, extra ...string) proxyEnv {
 	t.Helper()
-	bin := squidBinary(t)
+	return startProxyEnvWith(t, squidBinary(t), mod, hosts, extra...)
+}
+
+// startProxyEnvWith is startProxyEnv with squid started as bin (a wrapper).
+func startProxyEnvWith(t *testing.T, bin string, mod func(*Config), hosts []string, extra ...string) proxyEnv {
+	t.Helper()
 	xff := &atomic.Pointer[[]string]{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.Header.Values("X-Forwarded-For")

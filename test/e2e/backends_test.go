@@ -48,7 +48,6 @@ type backendCase struct {
 	// instance reads, from the backend itself (not from the managed
 	// resource), what identifies the running instance: a live change
 	// must leave all of it unchanged. nil skips that check.
-	// TODO(issue 40): each backend sets it.
 	instance func(ctx context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity
 }
 
@@ -100,7 +99,9 @@ func describeBackend(bc backendCase) bool {
 		It("writes endpoint, port, username, password and url to the claim's connection Secret", r.writesSecret)
 		It("serves traffic through the connection Secret's URL: allowed host over HTTP and CONNECT 200, other host 403, "+
 			"no or wrong credentials 407, client outside allowedClientCIDRs and private destination refused", r.servesTraffic)
-		It("carries a change of the claim's allowlist (and of its credentials Secret) through to the backend", r.changesAllowlist)
+		It("applies an allowlist change and then a password rotation without an outage: under a continuous load no request both "+
+			"configurations allow fails, a tunnel opened before stays usable, Ready stays True, the instance stays the same, "+
+			"and the new rule is enforced (time printed)", r.changesWithoutOutage)
 		It("serves traffic after the allowlist change: the new host works, the removed one is refused", r.servesChangedAllowlist)
 		It("serves traffic after the password rotation: the new password works, the old one stops", r.servesRotatedPassword)
 		if bc.backend == cluster.BackendKubernetes {

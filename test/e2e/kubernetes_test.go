@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
@@ -47,6 +48,7 @@ var _ = describeBackend(backendCase{
 		},
 		readyTimeout: readyTimeout,
 	},
+	instance: kubernetesInstance,
 	failure: failureCase{
 		what:    "its target namespace is not allowed by the ProviderConfig",
 		setup:   applyBrokenKubernetesComposition,
@@ -75,6 +77,20 @@ func kubernetesGone(ctx context.Context, g Gomega, mr *unstructured.Unstructured
 		g.Expect(env.c.Client.List(ctx, l, client.InNamespace(ns), sel)).To(Succeed())
 		g.Expect(meta.LenList(l)).To(BeZero(), "%s of the proxy left in %s", kind, ns)
 	}
+}
+
+// kubernetesInstance identifies the proxy's Deployment by its UID and
+// creation time, which a live change must keep (a change rolls its pods,
+// never replaces it), and asserts that it has as many ready pods as its
+// spec asks for: the rollout surges before it stops an old pod.
+func kubernetesInstance(ctx context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity {
+	ns := str(mr, "spec", "forProvider", "namespace")
+	id := str(mr, "status", "atProvider", "instanceID")
+	dep := &appsv1.Deployment{}
+	g.Expect(env.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: id[strings.LastIndex(id, "/")+1:]}, dep)).To(Succeed())
+	g.Expect(dep.Status.ReadyReplicas).To(BeNumerically(">=", ptr.Deref(dep.Spec.Replicas, 1)),
+		"Deployment %s/%s has fewer ready pods than its spec", ns, dep.Name)
+	return instanceIdentity{ID: string(dep.UID), CreatedAt: dep.CreationTimestamp.UTC().String()}
 }
 
 // brokenKubernetesComposition is the shipped kubernetes Composition with a

@@ -74,7 +74,7 @@ func setUpTraffic(ctx context.Context, bc backendCase, claim *unstructured.Unstr
 	if tc == nil || tc.unavailable() != "" {
 		return nil
 	}
-	o, err := traffic.StartOrigin(tc.netns(), traffic.AllowedOrigin, traffic.OtherOrigin, tc.privateOrigin())
+	o, err := traffic.StartOrigin(tc.netns(), traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, tc.privateOrigin())
 	Expect(err).NotTo(HaveOccurred(), "starting the origin in the backend's network namespace")
 	DeferCleanup(o.Close)
 	if tc.composition != nil {
@@ -86,7 +86,7 @@ func setUpTraffic(ctx context.Context, bc backendCase, claim *unstructured.Unstr
 	}
 	spec := map[string]any{
 		"allowedClientCIDRs":   []any{tc.clientCIDR()},
-		"allowedDestinations":  []any{traffic.AllowedOrigin + "/32", tc.privateOrigin() + "/32"},
+		"allowedDestinations":  []any{traffic.AllowedOrigin + "/32", traffic.StableOrigin + "/32", tc.privateOrigin() + "/32"},
 		"credentialsSecretRef": map[string]any{"name": claim.GetName() + trafficCredsName},
 	}
 	for k, v := range spec {

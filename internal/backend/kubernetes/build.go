@@ -8,12 +8,15 @@ package kubernetes
 
 import (
 	"maps"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -40,6 +43,12 @@ const (
 	// squid configuration changes. The htpasswd is not part of it: the
 	// mounted Secret is updated in place and basic_ncsa_auth re-reads it.
 	AnnotationConfigChecksum = "egressproxy.io/config-checksum"
+	// AnnotationHtpasswdChecksum on the pod template rolls the pods when
+	// the credentials change: the kubelet updates a mounted Secret only
+	// after a minute or more, and a rotation must be in force in seconds.
+	// It is the SHA-256 of the bcrypt file, which tells nothing of the
+	// password.
+	AnnotationHtpasswdChecksum = "egressproxy.io/htpasswd-checksum"
 
 	appName   = "egressproxy"
 	component = "proxy"
@@ -50,6 +59,7 @@ const (
 	keySquidConf   = "squid.conf"
 	keyHtpasswd    = "htpasswd"
 	containerName  = "squid"
+	trafficName    = "traffic"
 	portName       = "proxy"
 	volumeConfig   = "config"
 	volumeHtpasswd = "htpasswd"
@@ -74,6 +84,25 @@ const (
 	// its stdout and stderr.
 	accessLog = logDir + "/access.log"
 	cacheLog  = logDir + "/cache.log"
+	// trafficFile holds the counts squid.TrafficAWK keeps, which the
+	// traffic container prints for the provider to read (traffic.go).
+	trafficFile = logDir + "/traffic"
+)
+
+// How a pod hands over to its replacement without refusing a connection or
+// cutting a tunnel (docs/backends.md): the new pods all start at once
+// (maxSurge 100%) and become ready within a probe period or two; an old pod
+// that is told to stop first waits preStopSleep, in which the endpoints
+// controller takes it out of the Service, then squid stops accepting and
+// lets open requests and tunnels finish for shutdownLifetime; the kubelet
+// kills what is left after terminationGrace.
+const (
+	preStopSleep     = 5
+	shutdownLifetime = 30 * time.Second
+	terminationGrace = 45
+	// trafficEvery is how often the traffic container prints the counts;
+	// the provider reads them at most every defaultTrafficTTL (traffic.go).
+	trafficEvery = 10
 )
 
 // The proxy runs as user and group proxy of Debian and Ubuntu, which own
@@ -134,6 +163,7 @@ func squidConfig(d backend.Desired[Params]) squid.Config {
 	c.PIDFile = pidFile
 	c.CoredumpDir = spoolDir
 	c.HtpasswdPath = htpasswdDir + "/" + keyHtpasswd
+	c.ShutdownLifetime = shutdownLifetime
 	return c
 }
 
@@ -144,30 +174,41 @@ func build(d backend.Desired[Params], htpasswd []byte) (objects, error) {
 	if err != nil {
 		return objects{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
-	return assemble(instanceOf(d), d, conf, htpasswd, squid.Checksum(conf)), nil
+	return assemble(instanceOf(d), d, conf, htpasswd, squid.Checksum(conf), htpasswdSum(htpasswd)), nil
+}
+
+// htpasswdSum is the pod template's AnnotationHtpasswdChecksum of an
+// htpasswd file.
+func htpasswdSum(htpasswd []byte) string {
+	if len(htpasswd) == 0 {
+		return ""
+	}
+	return squid.Checksum(htpasswd)
 }
 
 // buildToCompare returns the desired objects of d to compare the live ones
 // with: the configuration is not rendered when sums knows its checksum, and
 // the ConfigMap holds no data (diffConfigMap compares by checksum).
-func buildToCompare(sums *squid.Sums, d backend.Desired[Params]) (objects, error) {
+// htpasswd is the live Secret's file: the pods must run the one stored,
+// and diffSecret tells whether that one accepts the credentials.
+func buildToCompare(sums *squid.Sums, d backend.Desired[Params], htpasswd []byte) (objects, error) {
 	sum, err := sums.Sum(squidConfig(d))
 	if err != nil {
 		return objects{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
 	in := instanceOf(d)
 	in.shared = &sharedMaps{labels: in.labels(), selector: in.selector()}
-	return assemble(in, d, nil, nil, sum), nil
+	return assemble(in, d, nil, nil, sum, htpasswdSum(htpasswd)), nil
 }
 
 // assemble returns the objects of d, whose instance is in, with the squid
-// configuration conf, whose checksum is sum; a nil conf leaves the
-// ConfigMap's data out.
-func assemble(in instance, d backend.Desired[Params], conf, htpasswd []byte, sum string) objects {
+// configuration conf, whose checksum is sum, and the htpasswd file whose
+// checksum is pwSum; a nil conf leaves the ConfigMap's data out.
+func assemble(in instance, d backend.Desired[Params], conf, htpasswd []byte, sum, pwSum string) objects {
 	o := objects{
 		configMap:  buildConfigMap(in, conf),
 		secret:     buildSecret(in, htpasswd),
-		deployment: buildDeployment(in, sum),
+		deployment: buildDeployment(in, sum, pwSum),
 		service:    buildService(in),
 		checksum:   sum,
 	}
@@ -231,25 +272,30 @@ func buildSecret(in instance, htpasswd []byte) *corev1.Secret {
 	}
 }
 
-func buildDeployment(in instance, checksum string) *appsv1.Deployment {
+func buildDeployment(in instance, checksum, pwSum string) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: in.meta(),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas(in.params)),
 			Selector: &metav1.LabelSelector{MatchLabels: in.selector()},
-			// Surge before stopping an old pod, so a configuration change
-			// never leaves the proxy with fewer ready pods.
+			// A configuration change starts every new pod at once and
+			// stops an old one only when a new one is ready: the proxy
+			// never has fewer ready pods than the spec, and the change is
+			// in force after one pod start, not one per replica.
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{
 					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+					MaxSurge:       ptr.To(intstr.FromString("100%")),
 				},
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      in.labels(),
-					Annotations: map[string]string{AnnotationConfigChecksum: checksum},
+					Labels: in.labels(),
+					Annotations: map[string]string{
+						AnnotationConfigChecksum:   checksum,
+						AnnotationHtpasswdChecksum: pwSum,
+					},
 				},
 				Spec: buildPodSpec(in),
 			},
@@ -261,16 +307,33 @@ func buildDeployment(in instance, checksum string) *appsv1.Deployment {
 // and the container's stdout and stderr are pipes that the runtime may own as
 // root (containerd before 2.0 does), which user proxy may not open as
 // /dev/stdout. So the log files are FIFOs of the proxy's own, which cat
-// copies to the inherited streams. exec keeps squid the container's main
+// copies to the inherited streams; the access log goes through
+// squid.TrafficAWK, which copies it and keeps the counts in trafficFile.
+// The program is inline (it has no single quote), so a new one changes the
+// command and rolls the pods. exec keeps squid the container's main
 // process, so it gets the kubelet's SIGTERM and shuts down cleanly.
 func startScript() string {
 	return strings.Join([]string{
 		"set -e",
 		"rm -f " + accessLog + " " + cacheLog,
 		"mkfifo -m 600 " + accessLog + " " + cacheLog,
-		"cat " + accessLog + " &",
+		"awk -v out=" + trafficFile + " '" + squid.TrafficAWK + "' <" + accessLog + " &",
 		"cat " + cacheLog + " >&2 &",
 		"exec " + squidBinary + " -N -f " + squidConfPath,
+	}, "\n")
+}
+
+// trafficScript prints the last counts every trafficEvery seconds, for the
+// provider to read as the container's last log line (traffic.go). A
+// SIGTERM ends it at once: as PID 1 without a trap, sh would ignore it and
+// hold the old pod for the whole grace period.
+func trafficScript() string {
+	return strings.Join([]string{
+		`trap "exit 0" TERM`,
+		"while :; do",
+		"  cat " + trafficFile + " 2>/dev/null || echo",
+		"  sleep " + strconv.Itoa(trafficEvery) + " & wait $!",
+		"done",
 	}, "\n")
 }
 
@@ -300,7 +363,8 @@ func buildPodSpec(in instance) corev1.PodSpec {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
 	return corev1.PodSpec{
-		Containers: []corev1.Container{buildContainer(in)},
+		Containers:                    []corev1.Container{buildContainer(in), buildTrafficContainer(in)},
+		TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
 		// squid needs no Kubernetes API: a token in the pod would only be
 		// something to steal.
 		AutomountServiceAccountToken: ptr.To(false),
@@ -356,8 +420,13 @@ func buildContainer(in instance) corev1.Container {
 		SecurityContext: containerSecurityContext(),
 		Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: in.port, Protocol: corev1.ProtocolTCP}},
 		Resources:       resources(in.params.Resources),
-		ReadinessProbe:  probe(2, 5),
-		LivenessProbe:   probe(15, 10),
+		// Probed often, so a new pod takes over a second or two after
+		// squid listens (a configuration change waits for it).
+		ReadinessProbe: probe(1, 2),
+		LivenessProbe:  probe(15, 10),
+		// Stay in the Service until the endpoints controller has taken the
+		// pod out, so no client is refused (see preStopSleep).
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStopSleep}}},
 		VolumeMounts: []corev1.VolumeMount{
 			// subPath keeps the image's other files in /etc/squid; the
 			// checksum annotation rolls the pods when the file changes.
@@ -367,6 +436,23 @@ func buildContainer(in instance) corev1.Container {
 			{Name: volumeSpool, MountPath: spoolDir},
 			{Name: volumeLogs, MountPath: logDir},
 		},
+	}
+}
+
+// buildTrafficContainer is the container whose log the provider reads the
+// counts from: the squid image's own sh, cat and sleep, so no other image is
+// pulled, with the logs folder read-only and a share of a CPU.
+func buildTrafficContainer(in instance) corev1.Container {
+	return corev1.Container{
+		Name:            trafficName,
+		Image:           image(in.params),
+		Command:         []string{shell, "-c", trafficScript()},
+		SecurityContext: containerSecurityContext(),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("4Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: volumeLogs, MountPath: logDir, ReadOnly: true}},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -146,7 +147,7 @@ func TestBuildMapsOwn(t *testing.T) {
 		}
 	}
 	var sums squid.Sums
-	shared, err := buildToCompare(&sums, desired(o))
+	shared, err := buildToCompare(&sums, desired(o), []byte("h"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestChecksum(t *testing.T) {
 			other:  desired(withDestinations("api.example.com", ".example.org")),
 		},
 		"PasswordChange": {
-			reason: "A new password must not roll the pods: the mounted Secret is updated in place.",
+			reason: "A new password is not in squid.conf (its htpasswd checksum rolls the pods, TestHtpasswdChecksum).",
 			other:  desired(withPassword("another one")),
 			same:   true,
 		},
@@ -253,6 +254,16 @@ func TestClusterID(t *testing.T) {
 func TestBuildPodSecurity(t *testing.T) {
 	s := mustBuild(t, desired()).deployment.Spec.Template.Spec
 	c := s.Containers[0]
+	for _, other := range s.Containers[1:] {
+		if diff := cmp.Diff(c.SecurityContext, other.SecurityContext); diff != "" {
+			t.Errorf("container %s must be as hardened as squid's: -squid, +%s:\n%s", other.Name, other.Name, diff)
+		}
+		for _, m := range other.VolumeMounts {
+			if !m.ReadOnly {
+				t.Errorf("container %s mounts %s writable, want read-only", other.Name, m.Name)
+			}
+		}
+	}
 	got := map[string]any{
 		"automountServiceAccountToken": ptr.Deref(s.AutomountServiceAccountToken, true),
 		"runAsNonRoot":                 ptr.Deref(s.SecurityContext.RunAsNonRoot, false),
@@ -300,5 +311,87 @@ func TestBuildPodSecurity(t *testing.T) {
 	}
 	if c.Command[0] != shell || !strings.HasSuffix(c.Command[len(c.Command)-1], "exec "+squidBinary+" -N -f "+squidConfPath) {
 		t.Errorf("the container must exec squid in the foreground from its start script, got %q", c.Command)
+	}
+}
+
+// TestBuildHandover pins what lets a change roll without refusing a
+// connection or cutting a tunnel (docs/backends.md): all new pods at once
+// and never fewer ready ones, a quick readiness probe, a pause before squid
+// stops, and a grace period above squid's shutdown_lifetime.
+func TestBuildHandover(t *testing.T) {
+	o := mustBuild(t, desired())
+	dep := o.deployment
+	s := dep.Spec.Template.Spec
+	c := s.Containers[0]
+	got := map[string]any{
+		"maxSurge":                      dep.Spec.Strategy.RollingUpdate.MaxSurge.String(),
+		"maxUnavailable":                dep.Spec.Strategy.RollingUpdate.MaxUnavailable.String(),
+		"readiness":                     [2]int32{c.ReadinessProbe.InitialDelaySeconds, c.ReadinessProbe.PeriodSeconds},
+		"preStopSleep":                  c.Lifecycle.PreStop.Sleep.Seconds,
+		"terminationGracePeriodSeconds": ptr.Deref(s.TerminationGracePeriodSeconds, 0),
+		"containers":                    []string{s.Containers[0].Name, s.Containers[1].Name},
+	}
+	want := map[string]any{
+		"maxSurge":                      "100%",
+		"maxUnavailable":                "0",
+		"readiness":                     [2]int32{1, 2},
+		"preStopSleep":                  int64(5),
+		"terminationGracePeriodSeconds": int64(45),
+		"containers":                    []string{"squid", "traffic"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("handover: -want, +got:\n%s", diff)
+	}
+	if !strings.Contains(o.configMap.Data[keySquidConf], "shutdown_lifetime") && squid.TrafficAWK != "" {
+		t.Errorf("squid.conf must set shutdown_lifetime below the grace period")
+	}
+	if grace, life := time.Duration(ptr.Deref(s.TerminationGracePeriodSeconds, 0))*time.Second, shutdownLifetime+preStopSleep*time.Second; grace <= life {
+		t.Errorf("the grace period %s must exceed the pre-stop pause and squid's shutdown_lifetime (%s)", grace, life)
+	}
+	if !strings.Contains(c.Command[2], "awk -v out="+trafficFile+" '") {
+		t.Errorf("the access log must go through the traffic counter, got %q", c.Command[2])
+	}
+	if tc := s.Containers[1]; !strings.Contains(tc.Command[2], "cat "+trafficFile) || tc.Image != c.Image {
+		t.Errorf("the traffic container must print %s with the squid image, got %q (%s)", trafficFile, tc.Command, tc.Image)
+	}
+}
+
+// TestHtpasswdChecksum shows which changes roll the pods through the
+// htpasswd checksum: a new file does (a rotation is in force once new pods
+// run, not after the kubelet's Secret sync), the same file does not.
+func TestHtpasswdChecksum(t *testing.T) {
+	sum := func(d backend.Desired[Params], htpasswd string) string {
+		o, err := build(d, []byte(htpasswd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.deployment.Spec.Template.Annotations[AnnotationHtpasswdChecksum]
+	}
+	base := sum(desired(), "user:$2y$05$old")
+	cases := map[string]struct {
+		reason string
+		d      backend.Desired[Params]
+		file   string
+		same   bool
+	}{
+		"NewFile": {
+			reason: "A rotated password's new file rolls the pods.",
+			d:      desired(), file: "user:$2y$05$new",
+		},
+		"SameFile": {
+			reason: "The kept file of an unchanged password rolls nothing.",
+			d:      desired(withReplicas(5)), file: "user:$2y$05$old", same: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := sum(tc.d, tc.file)
+			if diff := cmp.Diff(tc.same, got == base); diff != "" {
+				t.Errorf("%s\nsame htpasswd checksum: -want, +got:\n%s", tc.reason, diff)
+			}
+			if strings.Contains(got, "$2y$") || got == "" {
+				t.Errorf("%s\nthe annotation must be a checksum, not the file: %q", tc.reason, got)
+			}
+		})
 	}
 }

@@ -50,6 +50,7 @@ func deleteOrder() []kindOf {
 // namespace (garbage collection) it finds the objects by their labels in
 // every namespace. Pods go with their Deployment, in the background.
 func (b *Backend) Delete(ctx context.Context, d backend.Desired[Params]) error {
+	b.forgetTraffic(d.Params.Namespace, d.Name)
 	for _, k := range deleteOrder() {
 		var err error
 		if ns := d.Params.Namespace; ns != "" {

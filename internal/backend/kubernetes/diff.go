@@ -137,6 +137,11 @@ func diffDeployment(want, got *appsv1.Deployment) []string {
 	if w, g := wt.Annotations[AnnotationConfigChecksum], gt.Annotations[AnnotationConfigChecksum]; w != g {
 		d.add("%s pod template config checksum is %q, want %q", kindDeployment, g, w)
 	}
+	if w, g := wt.Annotations[AnnotationHtpasswdChecksum], gt.Annotations[AnnotationHtpasswdChecksum]; w != g {
+		// Not the sums: they are of the bcrypt file, and need not be
+		// anywhere but on the template.
+		d.add("%s pod template htpasswd checksum differs from the stored htpasswd's", kindDeployment)
+	}
 	d = append(d, diffPodSpec(&wt.Spec, &gt.Spec)...)
 	return d
 }
@@ -148,6 +153,10 @@ func diffPodSpec(want, got *corev1.PodSpec) []string {
 	d.unequal(p+"tolerations", &want.Tolerations, &got.Tolerations)
 	d.unequal(p+"affinity", want.Affinity, got.Affinity)
 	d.unequal(p+"automountServiceAccountToken", want.AutomountServiceAccountToken, got.AutomountServiceAccountToken)
+	if !ptr.Equal(want.TerminationGracePeriodSeconds, got.TerminationGracePeriodSeconds) {
+		d.add("%sterminationGracePeriodSeconds is %d, want %d", p,
+			ptr.Deref(got.TerminationGracePeriodSeconds, 0), ptr.Deref(want.TerminationGracePeriodSeconds, 0))
+	}
 	if !samePodSecurity(want.SecurityContext, got.SecurityContext) {
 		d.add("%ssecurityContext differs", p)
 	}
@@ -188,6 +197,7 @@ func diffContainer(want, got *corev1.Container) []string {
 	d.unequalIn(p, n, " resources", &want.Resources, &got.Resources)
 	d.unequalIn(p, n, " readinessProbe", want.ReadinessProbe, got.ReadinessProbe)
 	d.unequalIn(p, n, " livenessProbe", want.LivenessProbe, got.LivenessProbe)
+	d.unequalIn(p, n, " lifecycle", want.Lifecycle, got.Lifecycle)
 	d.unequalIn(p, n, " volumeMounts", &want.VolumeMounts, &got.VolumeMounts)
 	return d
 }

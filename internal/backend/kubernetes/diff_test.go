@@ -8,6 +8,7 @@ package kubernetes
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -89,6 +90,36 @@ func TestDiffDeployment(t *testing.T) {
 				"Deployment pod spec.volumes has no logs",
 				"Deployment pod spec.containers has no squid",
 			},
+		},
+		"Handover": {
+			reason: "A pod template without the handover settings of a rollout (an older provider's) is drift: a change must not cut tunnels.",
+			got: func(d *appsv1.Deployment) *appsv1.Deployment {
+				d.Spec.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(1))
+				d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+				d.Spec.Template.Spec.Containers[0].Lifecycle = nil
+				return d
+			},
+			want: []string{
+				"Deployment spec.strategy differs",
+				"Deployment pod spec.terminationGracePeriodSeconds is 30, want 45",
+				"Deployment container squid lifecycle differs",
+			},
+		},
+		"HtpasswdChecksum": {
+			reason: "Pods of another htpasswd are drift, named without either sum.",
+			got: func(d *appsv1.Deployment) *appsv1.Deployment {
+				d.Spec.Template.Annotations[AnnotationHtpasswdChecksum] = "old"
+				return d
+			},
+			want: []string{"Deployment pod template htpasswd checksum differs from the stored htpasswd's"},
+		},
+		"NoTrafficContainer": {
+			reason: "A Deployment of an older provider has no traffic container: drift, so Update adds it.",
+			got: func(d *appsv1.Deployment) *appsv1.Deployment {
+				d.Spec.Template.Spec.Containers = d.Spec.Template.Spec.Containers[:1]
+				return d
+			},
+			want: []string{"Deployment pod spec.containers has no traffic"},
 		},
 		"Hardening": {
 			reason: "A pod that gets a token, runs as root, may write its root file system or escalate is drift.",
@@ -260,15 +291,21 @@ func TestDiffPDB(t *testing.T) {
 func TestMergeDeployment(t *testing.T) {
 	want := mustBuild(t, desired(withReplicas(3), withImage("squid:7"), withDestinations(".example.org"))).deployment
 	got := serverDefaulted(mustBuild(t, desired()).deployment)
-	// As a Deployment made before the pods were hardened.
+	// As a Deployment made before the pods were hardened, and before
+	// changes rolled without an outage (no traffic container, no
+	// handover settings, no htpasswd checksum).
 	got.Spec.Template.Spec.SecurityContext.RunAsUser = nil
 	got.Spec.Template.Spec.AutomountServiceAccountToken = nil
+	got.Spec.Template.Spec.Containers = slices.DeleteFunc(got.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == trafficName })
+	got.Spec.Template.Spec.Containers[0].Lifecycle = nil
+	got.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	delete(got.Spec.Template.Annotations, AnnotationHtpasswdChecksum)
 	mergeDeployment(want, got)
 	if diff := diffDeployment(want, got); diff != nil {
 		t.Errorf("after mergeDeployment, diffDeployment(...) = %v, want none", diff)
 	}
 	tmpl := got.Spec.Template
-	if tmpl.Annotations["kubectl.kubernetes.io/restartedAt"] == "" || len(tmpl.Spec.Containers) != 2 || len(tmpl.Spec.Volumes) != 6 {
+	if tmpl.Annotations["kubectl.kubernetes.io/restartedAt"] == "" || len(tmpl.Spec.Containers) != 3 || len(tmpl.Spec.Volumes) != 6 {
 		t.Errorf("mergeDeployment must keep what others added: annotations %v, %d containers, %d volumes",
 			tmpl.Annotations, len(tmpl.Spec.Containers), len(tmpl.Spec.Volumes))
 	}

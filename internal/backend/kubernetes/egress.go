@@ -20,11 +20,11 @@ const kindPod, kindNode = "Pod", "Node"
 // egressIPs returns the sorted ExternalIP addresses of the nodes that run a
 // ready pod of the instance: proxied traffic leaves from them (unless the
 // cluster routes egress elsewhere, which no API shows). It also returns
-// podProblem of the instance's pods, from the same list.
-func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, string, error) {
+// podProblem of the instance's pods, from the same list, and the list.
+func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, string, []*corev1.Pod, error) {
 	pods, err := b.podsOf(ctx, ns, name)
 	if err != nil {
-		return nil, "", classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
+		return nil, "", nil, classify(err, call{verb: verbList, kind: kindPod, resource: resPods, namespace: ns})
 	}
 	var nodes []string
 	for _, p := range pods {
@@ -41,7 +41,7 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, str
 			continue
 		}
 		if err != nil {
-			return nil, "", classify(err, call{verb: verbGet, kind: kindNode, resource: resNodes, name: n})
+			return nil, "", nil, classify(err, call{verb: verbGet, kind: kindNode, resource: resNodes, name: n})
 		}
 		for _, a := range node.Status.Addresses {
 			if a.Type == corev1.NodeExternalIP && a.Address != "" {
@@ -50,7 +50,7 @@ func (b *Backend) egressIPs(ctx context.Context, ns, name string) ([]string, str
 		}
 	}
 	slices.Sort(ips)
-	return slices.Compact(ips), podProblem(pods), nil
+	return slices.Compact(ips), podProblem(pods), pods, nil
 }
 
 // podsOf returns the pods of instance ns/name, read only.

@@ -115,7 +115,9 @@ func serverDefaulted(dep *appsv1.Deployment) *appsv1.Deployment {
 	s.RestartPolicy = corev1.RestartPolicyAlways
 	s.DNSPolicy = corev1.DNSClusterFirst
 	s.SchedulerName = "default-scheduler"
-	s.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	}
 	// A webhook adds a group; the API server defaults procMount.
 	s.SecurityContext.FSGroup = ptr.To[int64](2000)
 	s.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.DefaultProcMount)

@@ -41,6 +41,7 @@ func mergeDeployment(want, got *appsv1.Deployment) {
 	gs.Tolerations = ws.Tolerations
 	gs.Affinity = ws.Affinity
 	gs.AutomountServiceAccountToken = ws.AutomountServiceAccountToken
+	gs.TerminationGracePeriodSeconds = ws.TerminationGracePeriodSeconds
 	gs.SecurityContext = mergePodSecurity(ws.SecurityContext, gs.SecurityContext)
 	for _, v := range ws.Volumes {
 		gs.Volumes = replaceVolume(gs.Volumes, v)
@@ -72,7 +73,8 @@ func replaceVolume(vs []corev1.Volume, v corev1.Volume) []corev1.Volume {
 	return append(vs, v)
 }
 
-// replaceContainer replaces the container of c's name. Fields the API
+// replaceContainer replaces the container of c's name, or appends c (the
+// traffic container, to a Deployment of an older provider). Fields the API
 // server defaulted in the old one are defaulted again to the same values,
 // so the pod template hash only changes when an owned field does.
 func replaceContainer(cs []corev1.Container, c corev1.Container) []corev1.Container {

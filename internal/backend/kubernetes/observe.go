@@ -84,7 +84,11 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if !ok || !backend.OwnedBy(backend.KubernetesLabelKeys, dep.GetLabels(), d.Ownership) {
 		return b.observeHalfMade(ns, d, l)
 	}
-	want, err := buildToCompare(&b.sums, d)
+	var stored []byte
+	if l.secret != nil {
+		stored = l.secret.Data[keyHtpasswd]
+	}
+	want, err := buildToCompare(&b.sums, d, stored)
 	if err != nil {
 		return o, err
 	}
@@ -100,7 +104,7 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 		svc = nil
 	}
 	endpoint := endpointOf(svc)
-	ips, problem, err := b.egressIPs(ctx, ns, d.Name)
+	ips, problem, pods, err := b.egressIPs(ctx, ns, d.Name)
 	if err != nil {
 		return o, err
 	}
@@ -123,7 +127,9 @@ func (b *Backend) Observe(ctx context.Context, d backend.Desired[Params]) (backe
 	if !o.Ready && problem != "" {
 		o.Message += "; " + problem
 	}
-	o.Creating = creating(dep, time.Now()) && !o.Ready && problem == ""
+	now := time.Now()
+	o.Creating = creating(dep, now) && !o.Ready && problem == ""
+	o.Traffic, o.TrafficAt = b.traffic(ctx, ns, d.Name, pods, now)
 	return o, nil
 }
 
@@ -324,26 +330,32 @@ func endpointOf(svc *corev1.Service) string {
 	return ""
 }
 
-// readiness tells whether the proxy serves: the rollout of the current spec
-// is done, a replica is available and clients have an endpoint. While no
-// replica is available the message is the count, and why a rollout is
-// stuck: a new proxy went through three messages before (the controller
-// has not seen the spec, rolling out, the count), each a status write that
-// told a user nothing the count does not.
+// readiness tells whether the proxy serves: a replica is available and
+// clients have an endpoint. While no replica is available the message is
+// the count, and why a rollout is stuck: a new proxy went through three
+// messages before (the controller has not seen the spec, rolling out, the
+// count), each a status write that told a user nothing the count does not.
+// A rollout (a configuration or password change) keeps the proxy ready:
+// the old pods serve until new ones are ready, and the change is in force
+// then (docs/backends.md). Only a rollout stuck past its progress deadline
+// is not ready, or a broken change would never show.
 func readiness(dep *appsv1.Deployment, svc *corev1.Service, endpoint string) (bool, string) {
 	want := ptr.Deref(dep.Spec.Replicas, 1)
 	st := dep.Status
+	rolling := st.ObservedGeneration < dep.Generation || st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas
 	switch {
 	case st.AvailableReplicas < 1:
 		return false, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want) + stuck(st)
-	case st.ObservedGeneration < dep.Generation:
-		return false, msgGeneration
-	case st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas:
+	case rolling && stuck(st) != "":
 		return false, fmt.Sprintf(msgFmtRollingOut, st.UpdatedReplicas, want, st.AvailableReplicas) + stuck(st)
 	case svc == nil:
 		return false, fmt.Sprintf(msgFmtNoService, dep.Name)
 	case endpoint == "":
 		return false, fmt.Sprintf(msgFmtNoLBAddress, svc.Name)
+	case st.ObservedGeneration < dep.Generation:
+		return true, msgGeneration
+	case rolling:
+		return true, fmt.Sprintf(msgFmtRollingOut, st.UpdatedReplicas, want, st.AvailableReplicas)
 	}
 	return true, fmt.Sprintf(msgFmtAvailable, st.AvailableReplicas, want)
 }

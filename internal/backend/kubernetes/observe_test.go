@@ -145,6 +145,37 @@ func TestObserve(t *testing.T) {
 			want: observed{UpToDate: true, Ready: true, Message: "2 of 2 replicas available", Endpoint: endpoint,
 				EgressIPs: []string{"127.0.0.1", "127.0.0.2"}, State: commonv1alpha1.StateRunning, Available: 2},
 		},
+		"RollingOut": {
+			reason: "A change rolling out keeps the proxy ready: its old pods serve until new ones are ready (maxUnavailable 0).",
+			create: ptr.To(desired()),
+			mutate: []mutation{editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+			})},
+			observe: desired(),
+			want: observed{UpToDate: true, Ready: true, Message: "rolling out: 2 of 2 replicas updated, 2 available", Endpoint: endpoint,
+				State: commonv1alpha1.StateRunning, Available: 2},
+		},
+		"NotYetSeen": {
+			reason: "A change the Deployment controller has not seen yet keeps the proxy ready too.",
+			create: ptr.To(desired()),
+			mutate: []mutation{editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation - 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+			})},
+			observe: desired(),
+			want: observed{UpToDate: true, Ready: true, Message: msgGeneration, Endpoint: endpoint,
+				State: commonv1alpha1.StateRunning, Available: 2},
+		},
+		"RolloutStuck": {
+			reason: "A change whose new pods never become ready (past the progress deadline) is not ready, or a broken change would never show.",
+			create: ptr.To(desired()),
+			mutate: []mutation{editStatus(&appsv1.Deployment{}, func(d *appsv1.Deployment) {
+				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 4, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+					Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: reasonDeadline, Message: "timed out"}}}
+			})},
+			observe: desired(),
+			want: observed{UpToDate: true, Message: "rolling out: 2 of 2 replicas updated, 2 available; Progressing: timed out", Endpoint: endpoint,
+				State: commonv1alpha1.StateRunning, Available: 2},
+		},
 		"LoadBalancerPending": {
 			reason:  "A LoadBalancer without an address is not ready.",
 			create:  &lb,

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,12 +23,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	kubeenv "github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	nodeenv "github.com/egressproxy/provider-egressproxy/internal/testenv/node"
@@ -45,7 +48,13 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 	kubelet := testenv.Tool(t, "kubelet")
 	kcm := testenv.Tool(t, "kube-controller-manager")
 	images := nodeenv.FindImages(t)
-	env := kubeenv.StartWithFlags(t, kubeenv.NodeFlags)
+	// The apiserver reaches the kubelet (pods/log) through the relay.
+	relay, err := nodeenv.NewRelay(t.TempDir())
+	step(t, "start the kubelet relay", err)
+	t.Cleanup(func() { _ = relay.Close() })
+	flags := maps.Clone(kubeenv.NodeFlags)
+	maps.Copy(flags, relay.Flags())
+	env := kubeenv.StartWithFlags(t, flags)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
@@ -53,6 +62,7 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 	api, err := url.Parse(env.Config.Host)
 	step(t, "parse the apiserver's address", err)
 	n := nodeenv.Start(t, nodeenv.Config{Name: "egressproxy-node", Kubeconfig: env.Kubeconfig, APIServer: api.Host, Kubelet: kubelet, Images: images})
+	relay.Enter(n.NetNS)
 	startKCM(t, kcm, env.Kubeconfig)
 	waitNodeReady(ctx, t, env.Client, n)
 	t.Logf("node Ready %s after start", time.Since(start).Round(time.Millisecond))
@@ -134,6 +144,34 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 			}
 		})
 	}
+	// The pod's traffic container prints what squid counted, and Observe
+	// reads it through pods/log.
+	t.Run("Traffic", func(t *testing.T) {
+		b.trafficTTL = 0
+		want := squid.Traffic{Allowed: 1, DeniedDestination: 1, DeniedAuth: 2}
+		var got *squid.Traffic
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+			o, err := b.Observe(ctx, d)
+			step(t, "Observe", err)
+			if got = o.Traffic; got != nil && got.Allowed+got.DeniedDestination+got.DeniedAuth+got.DeniedClient >= 4 {
+				break
+			}
+		}
+		if got == nil || got.BytesToClients == 0 || got.BytesFromClients == 0 {
+			pods, err := b.podsOf(ctx, ns, d.Name)
+			step(t, "list pods", err)
+			for _, p := range pods {
+				line, err := b.logs.lastLine(ctx, ns, p.Name, trafficName)
+				t.Logf("pod %s (ready %v): traffic container's last line %q, %v", p.Name, podReady(p), line, err)
+			}
+			t.Fatalf("Observe reports traffic %+v, want the requests' counts and bytes", got)
+		}
+		counts := *got
+		counts.BytesToClients, counts.BytesFromClients = 0, 0
+		if diff := cmp.Diff(want, counts); diff != "" {
+			t.Errorf("Observe(...).Traffic: -want, +got:\n%s", diff)
+		}
+	})
 }
 
 // serveOrigin serves "origin" on the node's bridge address, inside the

@@ -10,12 +10,14 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +69,12 @@ type Backend struct {
 	watch *watchCache
 	// noWatch turns the watch cache of NewForConfig off.
 	noWatch bool
+	// logs reads the traffic figures of the pods; nil reports none.
+	logs podLogs
+	// counts are the traffic figures last read (traffic.go), each used
+	// for trafficTTL.
+	counts     trafficCounts
+	trafficTTL time.Duration
 }
 
 // reader is the part of kube that Observe reads with.
@@ -99,7 +107,7 @@ func WithVerifier(v *squid.Verifier) Option {
 // New returns a Backend that manages objects through c. c must know the
 // core/v1, apps/v1 and policy/v1 types (see NewScheme).
 func New(c client.Client, o ...Option) *Backend {
-	b := &Backend{kube: c, cluster: "cluster", verifier: squid.NewVerifier()}
+	b := &Backend{kube: c, cluster: "cluster", verifier: squid.NewVerifier(), trafficTTL: defaultTrafficTTL}
 	for _, fn := range o {
 		fn(b)
 	}
@@ -121,7 +129,12 @@ func NewForConfig(cfg *rest.Config, o ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errClient))
 	}
+	cs, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, backend.Permanent(errors.Wrap(err, errClient))
+	}
 	b := New(c, append([]Option{WithClusterID(ClusterID(cfg.Host))}, o...)...)
+	b.logs = clientLogs{pods: cs}
 	if !b.noWatch {
 		b.watch = newWatchCache(cfg, s, b.kube)
 		b.kube = recording{kube: b.kube, w: b.watch}

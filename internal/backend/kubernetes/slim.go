@@ -107,8 +107,13 @@ func slimDeployment(in any) (any, error) {
 		sel = &metav1.LabelSelector{MatchLabels: sharedLabels(s.MatchLabels), MatchExpressions: s.MatchExpressions}
 	}
 	var ann map[string]string
-	if sum, ok := d.Spec.Template.Annotations[AnnotationConfigChecksum]; ok {
-		ann = map[string]string{AnnotationConfigChecksum: sum}
+	for _, k := range []string{AnnotationConfigChecksum, AnnotationHtpasswdChecksum} {
+		if sum, ok := d.Spec.Template.Annotations[k]; ok {
+			if ann == nil {
+				ann = make(map[string]string, 2)
+			}
+			ann[k] = sum
+		}
 	}
 	out := &appsv1.Deployment{
 		TypeMeta: d.TypeMeta,
@@ -147,10 +152,11 @@ func slimDeployment(in any) (any, error) {
 // slimPodSpec keeps the fields diffPodSpec and diffContainer compare.
 func slimPodSpec(s corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
-		NodeSelector:                 s.NodeSelector,
-		Tolerations:                  s.Tolerations,
-		Affinity:                     s.Affinity,
-		AutomountServiceAccountToken: s.AutomountServiceAccountToken,
+		NodeSelector:                  s.NodeSelector,
+		Tolerations:                   s.Tolerations,
+		Affinity:                      s.Affinity,
+		AutomountServiceAccountToken:  s.AutomountServiceAccountToken,
+		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
 	}
 	if sc := s.SecurityContext; sc != nil {
 		owned := ownedPodSecurity(sc)
@@ -168,7 +174,7 @@ func slimPodSpec(s corev1.PodSpec) corev1.PodSpec {
 		out.Containers = append(out.Containers, corev1.Container{
 			Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args, SecurityContext: sc,
 			Ports: c.Ports, Resources: c.Resources, ReadinessProbe: c.ReadinessProbe, LivenessProbe: c.LivenessProbe,
-			VolumeMounts: c.VolumeMounts,
+			Lifecycle: c.Lifecycle, VolumeMounts: c.VolumeMounts,
 		})
 	}
 	return out

@@ -36,7 +36,6 @@ func served(t *testing.T, mod func(d *appsv1.Deployment)) (want, got *appsv1.Dep
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	s := &d.Spec.Template.Spec
 	s.RestartPolicy, s.DNSPolicy, s.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
-	s.TerminationGracePeriodSeconds = ptr.To[int64](30)
 	for i := range s.Containers {
 		c := &s.Containers[i]
 		c.TerminationMessagePath, c.TerminationMessagePolicy = corev1.TerminationMessagePathDefault, corev1.TerminationMessageReadFile
@@ -89,6 +88,19 @@ func TestSlimDeployment(t *testing.T) {
 			mod: func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 			},
+			differ: true,
+		},
+		"Handover": {
+			reason: "Another grace period or pre-stop pause (an older provider's) is a difference.",
+			mod: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+				d.Spec.Template.Spec.Containers[0].Lifecycle = nil
+			},
+			differ: true,
+		},
+		"HtpasswdChecksum": {
+			reason: "Another htpasswd checksum on the pod template is a difference.",
+			mod:    func(d *appsv1.Deployment) { d.Spec.Template.Annotations[AnnotationHtpasswdChecksum] = "other" },
 			differ: true,
 		},
 		"TemplateLabels": {

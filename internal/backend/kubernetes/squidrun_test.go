@@ -124,14 +124,15 @@ func TestSquidRunsRestricted(t *testing.T) {
 		})
 	}
 
-	// The kubelet stops a container with SIGTERM to its PID 1: squid itself.
+	// The kubelet stops a container with SIGTERM to its PID 1: squid itself,
+	// which stops after shutdown_lifetime, open connections or none.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-exited:
-	case <-time.After(30 * time.Second):
-		t.Errorf("squid ignored SIGTERM for 30s: is it the container's main process?\nstderr:\n%s", stderr.String())
+	case <-time.After(shutdownLifetime + 15*time.Second):
+		t.Errorf("squid ignored SIGTERM for %s: is it the container's main process?\nstderr:\n%s", shutdownLifetime+15*time.Second, stderr.String())
 	}
 	// squid flushes its access log at the latest when it stops; the log
 	// reaches the container's stdout through the FIFO.

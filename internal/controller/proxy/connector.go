@@ -102,7 +102,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	if i == nil {
 		i = backend.NewInstrumentation()
 	}
-	return Traced[M](c.backendName, NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance, c.opts.CredentialsKey)), nil
+	return Traced[M](c.backendName, NewExternal(c.kind, backend.Instrument(i, c.backendName, b), c.kube, c.opts.ProviderInstance, c.opts.CredentialsKey).WithTraffic(c.opts.Traffic, c.backendName)), nil
 }
 
 // CommonObservation returns the fields every proxy kind reports.

@@ -70,12 +70,24 @@ type External[M resource.ModernManaged, P, O any] struct {
 	// known are the credentials found earlier in this reconcile, so that
 	// Create right after Observe uses them without reading again.
 	known *backend.Credentials
+
+	// traffic, when set, gets the traffic each Observe reports, under
+	// backendName.
+	traffic     *TrafficMetrics
+	backendName string
 }
 
 // NewExternal returns an External that drives b for resources of kind k,
 // deriving generated passwords with credentialsKey.
 func NewExternal[M resource.ModernManaged, P, O any](k Kind[M, P, O], b backend.Backend[P, O], c client.Client, providerInstance string, credentialsKey []byte) *External[M, P, O] {
 	return &External[M, P, O]{kube: c, kind: k, backend: b, creds: NewCredentialStore(c, credentialsKey), providerInstance: providerInstance}
+}
+
+// WithTraffic makes e report the traffic each Observe reads to m, labelled
+// with backendName.
+func (e *External[M, P, O]) WithTraffic(m *TrafficMetrics, backendName string) *External[M, P, O] {
+	e.traffic, e.backendName = m, backendName
+	return e
 }
 
 // credentials returns the credentials of mg's proxy, generating missing ones
@@ -148,6 +160,7 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 	d := e.desired(mg, c)
 	o, err := e.backend.Observe(ctx, d)
 	if backend.IsNotFound(err) {
+		e.traffic.forget(e.backendName, mg)
 		if !meta.WasDeleted(mg) && mayCreate(mg) {
 			// The managed reconciler adds its finalizer (one write) and
 			// then saves the create-pending annotation (another) before
@@ -160,6 +173,12 @@ func (e *External[M, P, O]) Observe(ctx context.Context, mg M) (managed.External
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, failed(mg, errObserve, err)
+	}
+	if meta.WasDeleted(mg) {
+		// Also when the instance is kept (deletionPolicy Orphan).
+		e.traffic.forget(e.backendName, mg)
+	} else {
+		e.traffic.record(e.backendName, mg, o.Traffic, o.TrafficAt)
 	}
 	// Still coming up: the status Create wrote stays as it is, and the next
 	// write is the one that says Ready (or what went wrong).
@@ -215,6 +234,7 @@ func (e *External[M, P, O]) Delete(ctx context.Context, mg M) (managed.ExternalD
 	// Deleting needs no credentials: a missing credentials Secret must not
 	// block the deletion of an instance. What is already gone is deleted.
 	err := backend.IgnoreNotFound(e.backend.Delete(ctx, e.desired(mg, backend.Credentials{})))
+	e.traffic.forget(e.backendName, mg)
 	return managed.ExternalDelete{}, e.persisted(ctx, mg, errDelete, err)
 }
 

@@ -168,7 +168,13 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 			}
 		}
 	}
-	return Setup(mgr, o, b.Managed, mg, conn, b.MaxNameLength)
+	credentialsRef := func(m M) string {
+		if r := c.Kind.Proxy(m).CredentialsSecretRef; r != nil {
+			return r.Name
+		}
+		return ""
+	}
+	return Setup(mgr, o, b.Managed, mg, conn, b.MaxNameLength, credentialsRef)
 }
 
 // newAs returns a new object of kind gvk from s, as a T.

@@ -7,7 +7,9 @@ SPDX-License-Identifier: Apache-2.0
 package proxy
 
 import (
+	"context"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -18,10 +20,18 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 )
@@ -42,6 +52,10 @@ type Options struct {
 
 	// Instrumentation counts, times and traces every backend call.
 	Instrumentation *backend.Instrumentation
+
+	// Traffic gets the data plane's traffic each Observe reads; nil drops
+	// it.
+	Traffic *TrafficMetrics
 
 	// Timeout bounds one reconcile, and so every backend call in it.
 	Timeout time.Duration
@@ -131,7 +145,8 @@ type watching interface {
 }
 
 // Setup registers the managed reconciler of one proxy kind, served by c.
-func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.GroupVersionKind, obj M, c managed.TypedExternalConnector[M], maxNameLen int) error {
+// credentialsRef names the credentials Secret a resource uses, "" for none.
+func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.GroupVersionKind, obj M, c managed.TypedExternalConnector[M], maxNameLen int, credentialsRef func(M) string) error {
 	name := managed.ControllerName(gvk.GroupKind().String())
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](c),
@@ -159,6 +174,11 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	}
 	opts = append(opts, managed.WithPollIntervalHook(pollHook(o, watched)))
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), opts...)
+	s := mgr.GetScheme()
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if !s.Recognizes(listGVK) {
+		return errors.Errorf(errFmtNoList, listGVK)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -166,16 +186,25 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		// change of spec, labels or annotations is a reconcile; the
 		// reconciler's status writes and create annotations are not (it
 		// requeues after those by itself).
-		WithEventFilter(resource.DesiredStateChanged()).
-		For(obj)
+		For(obj, builder.WithPredicates(resource.DesiredStateChanged())).
+		// A rotated password must be in force in seconds, not at the
+		// next poll (--poll-watched is minutes): a changed credentials
+		// Secret reconciles the resources of its namespace that use it.
+		// Secrets are in the manager's cache already (CredentialStore).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(mgr.GetClient(), s, listGVK, credentialsRef)),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(ctrlevent.TypedCreateEvent[client.Object]) bool { return false },
+				DeleteFunc:  func(ctrlevent.TypedDeleteEvent[client.Object]) bool { return false },
+				GenericFunc: func(ctrlevent.TypedGenericEvent[client.Object]) bool { return false },
+				UpdateFunc: func(e ctrlevent.TypedUpdateEvent[client.Object]) bool {
+					o, ok1 := e.ObjectOld.(*corev1.Secret)
+					n, ok2 := e.ObjectNew.(*corev1.Secret)
+					return ok1 && ok2 && !reflect.DeepEqual(o.Data, n.Data)
+				},
+			}))
 	if watches {
 		// A backend that watches its instances has a changed one
 		// reconciled at once; the poll only backs the watch up.
-		s := mgr.GetScheme()
-		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-		if !s.Recognizes(listGVK) {
-			return errors.Errorf(errFmtNoList, listGVK)
-		}
 		w.Changes().resolveWith(mgr.GetClient(),
 			func() client.Object { return obj.DeepCopyObject().(client.Object) }, //nolint:forcetypeassert // A copy of a client.Object.
 			func() client.ObjectList {
@@ -185,4 +214,24 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		b = b.WatchesRawSource(w.Changes().Source())
 	}
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// usersOf maps a Secret to the resources of its namespace whose
+// credentials it holds.
+func usersOf[M resource.ModernManaged](kube client.Reader, s *runtime.Scheme, listGVK schema.GroupVersionKind, credentialsRef func(M) string) handler.MapFunc {
+	return func(ctx context.Context, sec client.Object) []reconcile.Request {
+		o, err := s.New(listGVK)
+		l, ok := o.(client.ObjectList)
+		if err != nil || !ok || kube.List(ctx, l, client.InNamespace(sec.GetNamespace())) != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		_ = apimeta.EachListItem(l, func(o runtime.Object) error {
+			if m, ok := o.(M); ok && credentialsRef(m) == sec.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+			}
+			return nil
+		})
+		return out
+	}
 }

@@ -129,6 +129,8 @@ type Cluster struct {
 	packageProcs   map[string]*Process // by name, what the runtime runs
 	stopRuntime    context.CancelFunc
 	cleanups       []func()
+	// relay carries the apiserver's connections into the real node.
+	relay *node.Relay
 }
 
 // Start brings up the control plane. On error it stops what it started.
@@ -302,6 +304,9 @@ func (c *Cluster) Stop() {
 	}
 	if c.kube != nil {
 		c.kube.Stop()
+	}
+	if c.relay != nil {
+		_ = c.relay.Close()
 	}
 	if c.sup != nil {
 		c.sup.close()

@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 )
 
 const (
@@ -28,14 +30,20 @@ const (
 )
 
 // startControlPlane starts kube-apiserver and etcd with Crossplane's CRDs
-// only: the provider's come from its package.
+// only: the provider's come from its package. The apiserver reaches the
+// real node's kubelet (pods/log) through a node.Relay.
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
 	if err != nil {
 		return err
 	}
 	c.crossplaneCRDs = crds
-	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(crds) })
+	if c.relay, err = node.NewRelay(c.dir("relay")); err != nil {
+		return err
+	}
+	flags := maps.Clone(kube.NodeFlags)
+	maps.Copy(flags, c.relay.Flags())
+	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(flags, crds) })
 }
 
 // startKube starts kube-apiserver and etcd with newEnv, under the

@@ -165,7 +165,7 @@ func (c *Cluster) gceGuests() (g *GCEGuests, why string, err error) {
 	c.sup.onAbort(shellQuote(filepath.Join(testenv.RepoRoot(), "hack", "libvirt-sandbox.sh")) + " stop " + shellQuote(d.Base))
 	c.sup.removeOnAbort(d.Base)
 	g = &GCEGuests{Daemon: d, Prepared: d.Prepare(t, libvirtd.PrepareOptions{}), NetNS: d.NetNS(t), Image: image}
-	if err := traffic.AddAddresses(g.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+	if err := traffic.AddAddresses(g.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return nil, "", err
 	}
 	return g, "", nil

@@ -126,7 +126,7 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	if err := installGuestImage(t, d, c.Libvirt.Prepared, image); err != nil {
 		return err
 	}
-	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
 	return Apply(ctx, c.Client, KVMProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.Libvirt.URI))

@@ -224,8 +224,11 @@ func (c *Cluster) startRealNode(ctx context.Context) (err error) {
 	if cmd := n.AbortCommand(); cmd != "" {
 		c.sup.onAbort(cmd)
 	}
-	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.OutsideClient); err != nil {
+	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
+	}
+	if c.relay != nil {
+		c.relay.Enter(n.NetNS)
 	}
 	c.Node, c.SquidImage = n, images.Squid
 	err = c.waitFor(ctx, nil, 90*time.Second, errRealReady, c.initializeRealNode)

@@ -29,10 +29,12 @@ func NewWithFlags(flags map[string]string, extraCRDDirs ...string) (*Env, error)
 	return newEnv(flags, append(CRDDirs(), extraCRDDirs...))
 }
 
-// NewWithoutProviderCRDs is New without the provider's CRDs, with only
-// crdDirs: for a control plane where Crossplane's package manager installs
-// them from the Provider package.
-func NewWithoutProviderCRDs(crdDirs ...string) (*Env, error) { return newEnv(nil, crdDirs) }
+// NewWithoutProviderCRDs is NewWithFlags without the provider's CRDs, with
+// only crdDirs: for a control plane where Crossplane's package manager
+// installs them from the Provider package.
+func NewWithoutProviderCRDs(flags map[string]string, crdDirs ...string) (*Env, error) {
+	return newEnv(flags, crdDirs)
+}
 
 func newEnv(flags map[string]string, crdDirs []string) (*Env, error) {
 	bin := BinDir()

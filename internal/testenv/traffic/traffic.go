@@ -30,6 +30,10 @@ const (
 	// OtherOrigin is the origin a claim does not allow at first, and
 	// allows instead of AllowedOrigin after an allowlist change.
 	OtherOrigin = "11.11.0.2"
+	// StableOrigin is an origin a claim allows before and after an
+	// allowlist change: no request to it may fail while the change is
+	// applied.
+	StableOrigin = "11.11.0.3"
 	// OutsideClient is a client source address outside every
 	// allowedClientCIDRs the harness sets.
 	OutsideClient = "172.31.255.1"
