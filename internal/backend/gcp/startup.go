@@ -148,6 +148,9 @@ etc=${EGRESSPROXY_STATE_DIR:-` + guestStateDir + `}
 conf=${EGRESSPROXY_SQUID_CONF:-` + cloudinit.DefaultSquidConfPath + `}
 traffic=${EGRESSPROXY_TRAFFIC:-` + cloudinit.TrafficPath + `}
 bootid=${EGRESSPROXY_BOOT_ID:-/proc/sys/kernel/random/boot_id}
+# A live apply (egressproxy-apply holds this lock) changes squid.conf before
+# the checksum: wait for it, or the probe would see a mismatch.
+if exec 8>>"$etc/apply.lock" 2>/dev/null; then flock -w 30 8 2>/dev/null || true; fi
 sum=$(cat "$etc/checksum" 2>/dev/null) || sum=""
 port=$(cat "$etc/port" 2>/dev/null) || port=""
 probe() {
@@ -292,29 +295,35 @@ while :; do
   new=$got_etag
   a=instance/attributes
   if ! fetch $a/` + MetadataSquidConf + ` "$work/conf.b64" || ! fetch $a/` + MetadataHtpasswd + ` "$work/htpasswd" ||
-    ! fetch $a/` + MetadataPort + ` "$work/port" || ! fetch $a/` + MetadataConfigChecksum + ` "$work/sum" ||
-    ! base64 -d "$work/conf.b64" >"$work/conf" 2>/dev/null; then
+    ! fetch $a/` + MetadataPort + ` "$work/port" || ! base64 -d "$work/conf.b64" >"$work/conf" 2>/dev/null; then
     sleep 5 # a key is missing or the server did not answer: look again
     continue
   fi
-  sum=$(cat "$work/sum") port=$(cat "$work/port")
-  case $sum$port in *[!0-9a-f]*|"") sleep 5; continue ;; esac
+  # The keys were read one by one: when the metadata changed meanwhile they
+  # may not belong together, and the next wait answers at once.
+  if ! fetch "instance/attributes/?recursive=true" "$work/all" || [ "$got_etag" != "$new" ]; then continue; fi
+  sum=$(sha256sum <"$work/conf") port=$(cat "$work/port")
+  sum=${sum%% *}
+  case $port in ""|*[!0-9]*) sleep 5; continue ;; esac
   # What is applied: the configuration's checksum and the htpasswd file's
   # digest (AppliedConfig).
   ht=$(sha256sum <"$work/htpasswd")
   id="$sum/${ht:0:16}"
+  # squid may have it already (the startup-script wrote it at boot).
+  result=` + GuestApplied + ` why=""
   if cmp -s "$work/conf" "$conf" && cmp -s "$work/htpasswd" "$htpasswd"; then
-    applied ` + GuestApplied + ` "$id" # squid has it already (the startup-script wrote it at boot)
+    :
   elif out=$({ printf 'conf %s\n' "$(tr -d '\n' <"$work/conf.b64")"
     printf 'htpasswd %s\n' "$(base64 -w 0 "$work/htpasswd")"
     printf 'port %s\n' "$port"; } | "$apply" 2>&1); then
     printf '%s\n' "$sum" >"$etc/checksum"
     printf '%s\n' "$port" >"$etc/port"
-    applied ` + GuestApplied + ` "$id"
   else
-    applied ` + GuestFailed + ` "$id" "$(printf '%s' "$out" | tr -s '\n' ' ')"
+    result=` + GuestFailed + ` why=$(printf '%s' "$out" | tr -s '\n' ' ')
   fi
+  # What squid serves first, then how the apply went.
   "$report" >/dev/null 2>&1 || true
+  applied "$result" "$id" "$why"
   etag=$new
 done
 `
