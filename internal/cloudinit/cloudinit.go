@@ -93,8 +93,9 @@ type writeFile struct {
 }
 
 // UserData returns a "#cloud-config" document that installs squid, writes its
-// configuration (0644 root:root) and htpasswd file (0640 root:proxy, so only
-// squid's helper can read it), and enables and restarts squid.
+// configuration (0644 root:root), htpasswd file (0640 root:proxy, so only
+// squid's helper can read it) and GuestFiles, enables and restarts squid, and
+// starts the traffic counter.
 func UserData(in Input) ([]byte, error) {
 	in, err := validate(in)
 	if err != nil {
@@ -109,11 +110,17 @@ func UserData(in Input) ([]byte, error) {
 			{Path: in.HtpasswdPath, Content: b64(in.Htpasswd), Encoding: "b64", Owner: "root:proxy", Permissions: "0640", Defer: true},
 		},
 		// runcmd runs after the deferred files are written. The package
-		// started squid with its stock configuration; restart loads ours.
+		// started squid with its stock configuration; restart loads ours
+		// (and the journal drop-in GuestFiles adds).
 		RunCmd: [][]string{
+			{"systemctl", "daemon-reload"},
 			{"systemctl", "enable", "squid"},
 			{"systemctl", "restart", "squid"},
+			{"systemctl", "enable", "--now", TrafficUnit},
 		},
+	}
+	for _, f := range GuestFiles() {
+		cc.WriteFiles = append(cc.WriteFiles, writeFile{Path: f.Path, Content: b64([]byte(f.Content)), Encoding: "b64", Owner: f.Owner, Permissions: f.Permissions, Defer: true})
 	}
 	body, err := yaml.Marshal(cc)
 	if err != nil {

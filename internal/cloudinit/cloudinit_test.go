@@ -48,15 +48,24 @@ func file(path, content, owner, perm string) writeFile {
 }
 
 func want(hostname, confPath, conf, htpasswdPath string) *cloudConfig {
+	files := []writeFile{
+		file(confPath, conf, "root:root", "0644"),
+		file(htpasswdPath, testHtpasswd, "root:proxy", "0640"),
+	}
+	for _, f := range GuestFiles() {
+		files = append(files, file(f.Path, f.Content, f.Owner, f.Permissions))
+	}
 	return &cloudConfig{
 		Hostname:      hostname,
 		PackageUpdate: true,
 		Packages:      []string{"squid"},
-		WriteFiles: []writeFile{
-			file(confPath, conf, "root:root", "0644"),
-			file(htpasswdPath, testHtpasswd, "root:proxy", "0640"),
+		WriteFiles:    files,
+		RunCmd: [][]string{
+			{"systemctl", "daemon-reload"},
+			{"systemctl", "enable", "squid"},
+			{"systemctl", "restart", "squid"},
+			{"systemctl", "enable", "--now", "egressproxy-traffic.service"},
 		},
-		RunCmd: [][]string{{"systemctl", "enable", "squid"}, {"systemctl", "restart", "squid"}},
 	}
 }
 

@@ -12,7 +12,11 @@
 // # Faithful to
 //
 //   - Routes under /compute/v1/projects/{project}: instances insert, get,
-//     delete, list, aggregatedList, start, stop; addresses insert, get, delete,
+//     delete, list, aggregatedList, start, stop, setMetadata (fingerprint
+//     checked: 412 conditionNotMet "Supplied fingerprint does not match
+//     current metadata fingerprint." when missing or stale; keys, duplicates,
+//     256 KiB per value and 512 KiB in all checked as on insert; the change is
+//     visible at once, with a new fingerprint); addresses insert, get, delete,
 //     list, setLabels (labelFingerprint checked: 412 conditionNotMet when
 //     stale); firewalls insert, get, delete, list, patch; zone, region and
 //     global operations get and wait.
@@ -64,7 +68,10 @@
 //   - Guest attributes: instances.getGuestAttributes (variableKey → variableValue,
 //     queryPath → queryValue.items, 404 notFound when nothing matches), and
 //     MetadataServer, what a VM's guest sees at metadata.google.internal:
-//     instance/attributes/, instance/name|id|zone, project/project-id, and
+//     instance/attributes/ (?recursive=true: a JSON object), its keys, each
+//     with an ETag and GCE's long poll (wait_for_change, last_etag,
+//     timeout_sec; a waiter wakes on setMetadata, not on a timer),
+//     instance/name|id|zone, project/project-id, and
 //     instance/guest-attributes/<ns>/<key> GET/PUT/DELETE, which needs
 //     enable-guest-attributes=TRUE (else 403). It requires
 //     "Metadata-Flavor: Google" and refuses requests with X-Forwarded-For,
@@ -94,7 +101,7 @@
 // # Deliberately not implemented
 //
 //   - Every other resource and method (disks as resources, images, networks,
-//     subnetworks, setMetadata/setTags, setLabels but of addresses,
+//     subnetworks, setTags, setLabels but of addresses,
 //     instance templates, …).
 //     Networks, subnetworks, images and machine types are not checked for
 //     existence, only for URL form.
@@ -110,6 +117,6 @@
 //   - TLS, gRPC, and the real wait's 2-minute long poll.
 //   - Guest attributes: no selfLink in the response, no size limits, and
 //     they survive a stop (whether GCE keeps them is unverified); the
-//     metadata server's other paths (tokens, network-interfaces, …) and
-//     its wait-for-change are not served.
+//     metadata server's other paths (tokens, network-interfaces, …) are
+//     not served, nor wait_for_change on them or on guest attributes.
 package gcpfake

@@ -106,6 +106,13 @@ func errFingerprint() *apiError {
 		Message: "Labels fingerprint either invalid or resource labels have changed"}
 }
 
+// errMetadataFingerprint is GCE's answer to a setMetadata whose fingerprint
+// is missing or not the instance's current one.
+func errMetadataFingerprint() *apiError {
+	return &apiError{Code: http.StatusPreconditionFailed, Reason: ReasonConditionNotMet,
+		Message: "Supplied fingerprint does not match current metadata fingerprint."}
+}
+
 func errUnauthenticated() *apiError {
 	return &apiError{Code: http.StatusUnauthorized, Reason: ReasonAuthRequired,
 		Message:  "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.",

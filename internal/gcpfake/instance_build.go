@@ -185,26 +185,11 @@ func (s *Server) buildMetadataAndTags(inst *computepb.Instance) *apiError {
 		md = &computepb.Metadata{}
 		inst.Metadata = md
 	}
-	seen := map[string]bool{}
-	size := 0
-	parts := []string{}
-	for i, it := range md.GetItems() {
-		k := it.GetKey()
-		if !s.v.metaKey.MatchString(k) {
-			return errInvalid(fmt.Sprintf("resource.metadata.items[%d].key", i), k, "Must be a match of regex '[a-zA-Z0-9-_]{1,128}'")
-		}
-		if seen[k] {
-			return errInvalid("resource.metadata.items", k, "Duplicate keys are not allowed.")
-		}
-		seen[k] = true
-		size += len(k) + len(it.GetValue())
-		parts = append(parts, k, it.GetValue())
-	}
-	if size > 512*1024 {
-		return errInvalid("resource.metadata", "", "Metadata total size exceeds 512 KB.")
+	if e := s.checkMetadata("resource.metadata", md); e != nil {
+		return e
 	}
 	md.Kind = proto.String("compute#metadata")
-	md.Fingerprint = proto.String(fingerprint(parts...))
+	md.Fingerprint = proto.String(metadataFingerprint(md))
 	tags := inst.GetTags()
 	if tags == nil {
 		tags = &computepb.Tags{}
@@ -217,6 +202,49 @@ func (s *Server) buildMetadataAndTags(inst *computepb.Instance) *apiError {
 	}
 	tags.Fingerprint = proto.String(fingerprint(tags.GetItems()...))
 	return nil
+}
+
+// GCE's metadata limits: each value at most 256 KiB, keys and values of
+// all items together at most 512 KiB.
+const (
+	maxMetadataValue = 256 * 1024
+	maxMetadataTotal = 512 * 1024
+)
+
+// checkMetadata validates metadata items as insert and setMetadata do:
+// key syntax, no duplicates, and GCE's size limits. field names the
+// metadata in the request ("resource.metadata" in an insert, "resource"
+// in a setMetadata, whose body is the metadata).
+func (s *Server) checkMetadata(field string, md *computepb.Metadata) *apiError {
+	seen := map[string]bool{}
+	size := 0
+	for i, it := range md.GetItems() {
+		k := it.GetKey()
+		if !s.v.metaKey.MatchString(k) {
+			return errInvalid(fmt.Sprintf("%s.items[%d].key", field, i), k, "Must be a match of regex '[a-zA-Z0-9-_]{1,128}'")
+		}
+		if seen[k] {
+			return errInvalid(field+".items", k, "Duplicate keys are not allowed.")
+		}
+		seen[k] = true
+		if len(it.GetValue()) > maxMetadataValue {
+			return errInvalid(fmt.Sprintf("%s.items[%d].value", field, i), k, "Metadata value exceeds 256 KB.")
+		}
+		size += len(k) + len(it.GetValue())
+	}
+	if size > maxMetadataTotal {
+		return errInvalid(field, "", "Metadata total size exceeds 512 KB.")
+	}
+	return nil
+}
+
+// metadataFingerprint changes whenever a key or value does.
+func metadataFingerprint(md *computepb.Metadata) string {
+	parts := make([]string, 0, 2*len(md.GetItems()))
+	for _, it := range md.GetItems() {
+		parts = append(parts, it.GetKey(), it.GetValue())
+	}
+	return fingerprint(parts...)
 }
 
 func labelFingerprint(labels map[string]string) string {

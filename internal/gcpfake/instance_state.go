@@ -137,6 +137,7 @@ func (s *Server) removeInstance(k key) {
 		}
 	}
 	delete(s.st.instances, k)
+	rec.notify()
 }
 
 // SetInstanceStatus changes an instance's status behind the API's back, as a

@@ -120,6 +120,50 @@ func (s *Server) startInstance(r *http.Request) (proto.Message, error) {
 	})
 }
 
+// setMetadata replaces the metadata of an instance, as instances.setMetadata
+// does: only when the body's fingerprint is the instance's current one (a
+// missing or stale one is 412 conditionNotMet), so two callers that read the
+// same metadata cannot both write theirs. Like setLabels here, the change is
+// visible at once (a new fingerprint, and the guest's metadata server wakes
+// its wait_for_change callers); the zone operation completes as others do.
+func (s *Server) setMetadata(r *http.Request) (proto.Message, error) {
+	k, e := s.instanceKey(r)
+	if e != nil {
+		return nil, e
+	}
+	in := &computepb.Metadata{}
+	if e := readBody(r, in); e != nil {
+		return nil, e
+	}
+	if e := s.checkMetadata("resource", in); e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op, e := s.replay(k.project, r); e != nil || op != nil {
+		return opOrError(op, e)
+	}
+	rec := s.st.instances[k]
+	if rec == nil {
+		return nil, errNotFound(k.path("instances"))
+	}
+	if rec.busy != "" {
+		return nil, errNotReady(k.path("instances"))
+	}
+	if in.Fingerprint == nil || in.GetFingerprint() != rec.inst.GetMetadata().GetFingerprint() {
+		return nil, errMetadataFingerprint()
+	}
+	op := s.newOp(k.project, k.scope, "setMetadata", k.link("instances"), rec.inst.GetId())
+	if op.fail = s.faults.takeOpFault(CallInstancesSetMetadata, r, k); op.fail == nil {
+		md := &computepb.Metadata{Kind: proto.String("compute#metadata"), Items: in.GetItems()}
+		md.Fingerprint = proto.String(metadataFingerprint(md))
+		rec.inst.Metadata = md
+		rec.notify()
+	}
+	s.startOp(op)
+	return s.remember(r, op), nil
+}
+
 // instanceAction runs the common part of delete, stop and start: replay,
 // lookup, the busy check, injected operation faults; then apply changes the
 // instance and arranges what happens when the operation completes.

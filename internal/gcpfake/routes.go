@@ -20,6 +20,7 @@ const (
 	CallInstancesStart          = "compute.instances.start"
 	CallInstancesStop           = "compute.instances.stop"
 	CallInstancesGuestAttrs     = "compute.instances.getGuestAttributes"
+	CallInstancesSetMetadata    = "compute.instances.setMetadata"
 	CallAddressesInsert         = "compute.addresses.insert"
 	CallAddressesGet            = "compute.addresses.get"
 	CallAddressesDelete         = "compute.addresses.delete"
@@ -58,6 +59,7 @@ func (s *Server) routeTable() []route {
 		{"DELETE " + prefix + "/zones/{zone}/instances/{name}", CallInstancesDelete, s.deleteInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/start", CallInstancesStart, s.startInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/stop", CallInstancesStop, s.stopInstance},
+		{"POST " + prefix + "/zones/{zone}/instances/{name}/setMetadata", CallInstancesSetMetadata, s.setMetadata},
 		{"GET " + prefix + "/zones/{zone}/instances/{name}/getGuestAttributes", CallInstancesGuestAttrs, s.getGuestAttributes},
 		{"GET " + prefix + "/aggregated/instances", CallInstancesAggregatedList, s.aggregatedInstances},
 		{"POST " + prefix + "/regions/{region}/addresses", CallAddressesInsert, s.insertAddress},

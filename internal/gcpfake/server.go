@@ -113,7 +113,7 @@ func WithStaticAddressRange(prefix string) Option {
 // use.
 type Server struct {
 	cfg    config
-	mu     sync.Mutex // guards cfg.opPolls and st
+	mu     sync.Mutex // guards cfg.opPolls, st and waiters
 	st     *store
 	faults *faultSet
 	calls  *callCounter
@@ -123,6 +123,12 @@ type Server struct {
 
 	srv *http.Server
 	url string
+	// closing is closed when the server stops, which ends the metadata
+	// server's pending wait_for_change requests.
+	closing   chan struct{}
+	closeOnce sync.Once
+	// waiters counts pending wait_for_change requests (tests read it).
+	waiters int
 }
 
 // New returns a Server that is not yet listening.
@@ -144,7 +150,7 @@ func New(opts ...Option) *Server {
 	for _, z := range c.zones {
 		c.regions[regionOf(z)] = true
 	}
-	s := &Server{cfg: c, st: newStore(c.staticRange), faults: newFaultSet(c.clock), calls: newCallCounter(), auth: newAuthority(c.clock), v: newValidators()}
+	s := &Server{cfg: c, st: newStore(c.staticRange), faults: newFaultSet(c.clock), calls: newCallCounter(), auth: newAuthority(c.clock), v: newValidators(), closing: make(chan struct{})}
 	s.mux = s.routes()
 	return s
 }
@@ -166,6 +172,7 @@ func (s *Server) URL() string { return s.url }
 
 // Close stops the server and drops open connections.
 func (s *Server) Close() {
+	s.stopWaiters()
 	if s.srv != nil {
 		_ = s.srv.Close()
 	}
@@ -173,11 +180,15 @@ func (s *Server) Close() {
 
 // Shutdown stops the server gracefully.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopWaiters() // Shutdown waits for handlers: long polls must end first
 	if s.srv == nil {
 		return nil
 	}
 	return errors.Wrap(s.srv.Shutdown(ctx), errShutdown)
 }
+
+// stopWaiters ends every pending wait_for_change.
+func (s *Server) stopWaiters() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // ClientOptions returns the options that point a compute REST client at the
 // fake without credentials.

@@ -55,6 +55,27 @@ type instanceRec struct {
 	busy    string // name of a pending stop/delete operation
 	// guest holds the guest attributes the VM wrote, by "namespace/key".
 	guest map[string]string
+	// changed is closed (and replaced) when the metadata changes or the
+	// instance goes away: the metadata server's wait_for_change callers
+	// wait on it. nil until someone waits.
+	changed chan struct{}
+}
+
+// watch returns a channel closed at the next change of the instance's
+// metadata. The caller holds s.mu.
+func (r *instanceRec) watch() <-chan struct{} {
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// notify wakes every watcher. The caller holds s.mu.
+func (r *instanceRec) notify() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 type opRec struct {

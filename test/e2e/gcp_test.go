@@ -10,11 +10,18 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
 	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best dot-imported.
+	"google.golang.org/api/option"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
@@ -29,6 +36,7 @@ var _ = describeBackend(backendCase{
 	// A real guest boots for each instance (gcp_traffic_test.go).
 	readyTimeout: gcpReadyTimeout,
 	traffic:      gcpTraffic,
+	instance:     gcpInstance,
 	failure: failureCase{
 		what: "the project's instance quota is exhausted",
 		setup: func(ctx context.Context) map[string]string {
@@ -44,6 +52,51 @@ var _ = describeBackend(backendCase{
 		message: MatchRegexp(`(?i)quota`),
 	},
 })
+
+// gcpInstance reads the instance from the fake with the real compute client
+// (as the provider does): its numeric ID and creationTimestamp, and the boot
+// ID its guest reports (guest attribute egressproxy/boot-id, which the
+// reporter rewrites with each report; a reboot changes it).
+func gcpInstance(ctx context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity {
+	id := str(mr, "status", "atProvider", "instanceID")
+	f := strings.Split(strings.TrimPrefix(id, gcp.IDScheme+"://"), "/")
+	g.Expect(f).To(HaveLen(3), "instanceID %q is gce://<project>/<zone>/<name>", id)
+	c, err := compute.NewInstancesRESTClient(ctx, option.WithEndpoint(env.c.GCE.URL), option.WithHTTPClient(gcpTestClient(ctx, g)))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer c.Close() //nolint:errcheck // Read only.
+	inst, err := c.Get(ctx, &computepb.GetInstanceRequest{Project: f[0], Zone: f[1], Instance: f[2]})
+	g.Expect(err).NotTo(HaveOccurred())
+	ga, err := c.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{Project: f[0], Zone: f[1], Instance: f[2], VariableKey: proto.String(gcp.GuestBootIDPath)})
+	g.Expect(err).NotTo(HaveOccurred(), "the guest reports its boot ID")
+	return instanceIdentity{ID: strconv.FormatUint(inst.GetId(), 10), CreatedAt: inst.GetCreationTimestamp(), BootID: ga.GetVariableValue()}
+}
+
+// gcpToken is a bearer token the fake accepts (it requires one, as GCE
+// does), registered once.
+const gcpToken = "e2e-instance-identity"
+
+var gcpTokenOnce sync.Once
+
+// gcpTestClient is an HTTP client that sends gcpToken.
+func gcpTestClient(ctx context.Context, g Gomega) *http.Client {
+	var err error
+	gcpTokenOnce.Do(func() {
+		_, err = env.c.GCE.Admin(ctx, http.MethodPost, "/_fake/tokens", []byte(`{"token":"`+gcpToken+`"}`))
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return &http.Client{Transport: bearer{token: gcpToken, next: http.DefaultTransport}}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
 
 // gcpGone asserts that the fake holds no instance, address or firewall of
 // the deleted proxy.

@@ -8,7 +8,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -31,9 +35,10 @@ var _ = describeBackend(backendCase{
 	backendGone: kvmGone,
 	// The VM boots the real guest image under TCG; the provider's serve
 	// probe makes it Ready once squid serves (about 30-40 s after boot on
-	// an idle machine, minutes on a busy one). Each configuration change
-	// boots a new guest.
+	// an idle machine, minutes on a busy one). A configuration or
+	// credentials change is applied to the running guest.
 	readyTimeout: kvmReadyTimeout,
+	instance:     kvmInstance,
 	traffic: &trafficCase{
 		unavailable: func() string {
 			if env.c.Libvirt == nil {
@@ -75,6 +80,60 @@ func kvmGone(_ context.Context, g Gomega, mr *unstructured.Unstructured) {
 	for _, v := range vols {
 		g.Expect(v.Name).NotTo(HavePrefix(name), "volume %s is left", v.Name)
 	}
+}
+
+// kvmInstance reads, from the private libvirtd, the domain's UUID, the
+// creation time in its metadata, and the guest's boot ID through the guest
+// agent.
+func kvmInstance(_ context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity {
+	id := str(mr, "status", "atProvider", "instanceID")
+	g.Expect(id).NotTo(BeEmpty(), "the managed resource reports its instance ID")
+	l := dialLibvirt(g)
+	defer l.Disconnect() //nolint:errcheck // Read only.
+	dom, err := l.DomainLookupByName(id[strings.LastIndex(id, "/")+1:])
+	g.Expect(err).NotTo(HaveOccurred())
+	desc, err := l.DomainGetXMLDesc(dom, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	created := createdAtRE.FindStringSubmatch(desc)
+	g.Expect(created).To(HaveLen(2), "the domain's metadata has its creation time")
+	return instanceIdentity{ID: hex.EncodeToString(dom.UUID[:]), CreatedAt: created[1], BootID: guestCat(g, l, dom, "/proc/sys/kernel/random/boot_id")}
+}
+
+var createdAtRE = regexp.MustCompile(`<(?:[a-z]+:)?createdAt>([^<]+)</`)
+
+// guestCat returns a guest file's content, read through the guest agent.
+func guestCat(g Gomega, l *golibvirt.Libvirt, dom golibvirt.Domain, path string) string {
+	type reply struct {
+		Return struct {
+			PID      int    `json:"pid"`
+			Exited   bool   `json:"exited"`
+			ExitCode int    `json:"exitcode"`
+			OutData  string `json:"out-data"`
+		} `json:"return"`
+	}
+	call := func(cmd any) reply {
+		b, err := json.Marshal(cmd)
+		g.Expect(err).NotTo(HaveOccurred())
+		out, err := l.QEMUDomainAgentCommand(dom, string(b), 5, 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HaveLen(1))
+		var r reply
+		g.Expect(json.Unmarshal([]byte(out[0]), &r)).To(Succeed())
+		return r
+	}
+	start := call(map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/cat", "arg": []string{path}, "capture-output": true}})
+	for range 50 {
+		st := call(map[string]any{"execute": "guest-exec-status", "arguments": map[string]any{"pid": start.Return.PID}})
+		if st.Return.Exited {
+			g.Expect(st.Return.ExitCode).To(BeZero(), "cat %s in the guest", path)
+			out, err := base64.StdEncoding.DecodeString(st.Return.OutData)
+			g.Expect(err).NotTo(HaveOccurred())
+			return strings.TrimSpace(string(out))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	g.Expect(false).To(BeTrue(), "cat %s in the guest did not finish", path)
+	return ""
 }
 
 func dialLibvirt(g Gomega) *golibvirt.Libvirt {

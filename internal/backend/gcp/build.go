@@ -8,8 +8,10 @@ package gcp
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -37,15 +39,22 @@ const (
 	// MetadataGuestVersion is the version of what the startup-script and
 	// user-data set up besides squid's configuration; see guestVersion.
 	MetadataGuestVersion = "egressproxy-guest-version"
+	// MetadataSquidConf is the squid configuration (base64) the guest's
+	// watcher applies to the running squid when it changes.
+	MetadataSquidConf = "egressproxy-squid-conf"
+	// MetadataPort is the proxy port, which the watcher hands to
+	// egressproxy-apply with the configuration.
+	MetadataPort = "egressproxy-port"
 )
 
 // guestVersion changes whenever the guest set-up changes in a way that
 // running VMs must get (version 2: the metadata guard; 3: the guest reports
-// whether squid serves, which Ready waits for), so Observe reports
-// older VMs as drift and they are replaced. A VM reads its startup-script at
-// every boot, but cloud-init's user-data only once, and Compute Engine
-// cannot change metadata of a running VM in place.
-const guestVersion = "3"
+// whether squid serves, which Ready waits for; 4: the metadata watcher that
+// applies configuration changes live, and the traffic counter), so Observe
+// reports older VMs as drift and they are replaced, once. A VM reads its
+// startup-script at every boot, but cloud-init's user-data only once, and
+// only a guest of version 4 or later watches its metadata.
+const guestVersion = "4"
 
 const (
 	natName    = "External NAT"
@@ -71,6 +80,13 @@ func proxyScopes() []string {
 	}
 }
 
+// vmSquidConfig is the squid configuration of a VM proxy.
+func vmSquidConfig(d Desired) squid.Config {
+	c := backend.SquidConfig(d)
+	c.AccessLogSyslog = cloudinit.AccessLogSyslog // the journal, where the traffic counter reads it
+	return c
+}
+
 // proxyConfig is the rendered configuration an instance runs.
 type proxyConfig struct {
 	conf     []byte
@@ -83,7 +99,7 @@ type proxyConfig struct {
 // an existing htpasswd file that still accepts the credentials, so its salt
 // (and the metadata holding it) does not change on every reconcile.
 func renderConfig(v *squid.Verifier, d Desired, existing []byte) (proxyConfig, error) {
-	conf, err := squid.Render(backend.SquidConfig(d))
+	conf, err := squid.Render(vmSquidConfig(d))
 	if err != nil {
 		return proxyConfig{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
@@ -108,10 +124,10 @@ func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errUserData))
 	}
-	script := startupScript(reporterPath, reporterFiles(pc.checksum, pc.port), append([]vmFile{
+	script := startupScript(reporterPath, reporterFiles(pc.checksum, pc.port), slices.Concat([]vmFile{
 		{Path: cloudinit.DefaultSquidConfPath, Owner: "root:root", Mode: "0644", Content: pc.conf},
 		{Path: cloudinit.DefaultHtpasswdPath, Owner: "root:proxy", Mode: "0640", Content: pc.htpasswd},
-	}, metadataGuardFiles()...))
+	}, metadataGuardFiles(), guestFiles(), watcherFiles()))
 	item := func(k, v string) *computepb.Items {
 		return &computepb.Items{Key: proto.String(k), Value: proto.String(v)}
 	}
@@ -121,6 +137,8 @@ func buildMetadata(pc proxyConfig) (*computepb.Metadata, error) {
 		item(MetadataConfigChecksum, pc.checksum),
 		item(MetadataHtpasswd, string(pc.htpasswd)),
 		item(MetadataGuestVersion, guestVersion),
+		item(MetadataSquidConf, base64.StdEncoding.EncodeToString(pc.conf)),
+		item(MetadataPort, strconv.Itoa(int(pc.port))),
 		item(MetadataEnableGuestAttributes, "TRUE"),
 	}}, nil
 }

@@ -7,9 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 package gcp
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -35,6 +37,7 @@ type wantInstance struct {
 	// address check reports.
 	NatIP          string
 	ConfigChecksum string
+	Port           int32
 	GuestVersion   string
 	Credentials    backend.Credentials
 }
@@ -53,15 +56,25 @@ func wanted(s spec, d Desired, checksum, natIP string) wantInstance {
 		ServiceAccount: s.sa,
 		NatIP:          natIP,
 		ConfigChecksum: checksum,
+		Port:           s.port,
 		GuestVersion:   guestVersion,
 		Credentials:    d.Credentials,
 	}
 }
 
-// instanceDiff lists how got differs from w. Compute Engine cannot change
-// these in place without a stop (machine type, service account) or without
-// re-running cloud-init (metadata), so any difference replaces the VM.
+// instanceDiff lists how got differs from w: what only a new VM changes
+// (replaceDiff), then what the running guest applies (liveDiff).
 func instanceDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []string {
+	return append(replaceDiff(w, got), liveDiff(v, w, got)...)
+}
+
+// replaceDiff lists the differences that replace the VM. Compute Engine
+// cannot change the machine type or service account without a stop, the
+// fake (and so the tests) has no instances.setLabels or setTags, a new NAT
+// IP or guest version means new files outside squid's (the guest version
+// is bumped when the set-up changes; see guestVersion), and a VM that lost
+// its user-data or startup-script would not come back after a reboot.
+func replaceDiff(w wantInstance, got *computepb.Instance) []string {
 	var d []string
 	if g := lastSegment(got.GetMachineType()); g != w.MachineType {
 		d = append(d, fmt.Sprintf("machine type is %s, want %s", g, w.MachineType))
@@ -79,19 +92,33 @@ func instanceDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []
 	if g := natIP(got); w.NatIP != "" && g != w.NatIP {
 		d = append(d, fmt.Sprintf("external IP is %q, want the static address %s", g, w.NatIP))
 	}
-	if g := metadataValue(got, MetadataConfigChecksum); g != w.ConfigChecksum {
-		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataConfigChecksum, g, w.ConfigChecksum))
-	}
 	if g := metadataValue(got, MetadataGuestVersion); g != w.GuestVersion {
 		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataGuestVersion, g, w.GuestVersion))
-	}
-	if w.Credentials.Username != "" && !v.HtpasswdMatches([]byte(metadataValue(got, MetadataHtpasswd)), w.Credentials.Username, w.Credentials.Password) {
-		d = append(d, fmt.Sprintf("metadata %s does not accept the current credentials", MetadataHtpasswd))
 	}
 	for _, k := range []string{MetadataUserData, MetadataStartupScript} {
 		if metadataValue(got, k) == "" {
 			d = append(d, fmt.Sprintf("metadata %s is missing", k))
 		}
+	}
+	return d
+}
+
+// liveDiff lists the differences the guest applies without a restart:
+// Update writes new metadata (instances.setMetadata) and the guest's
+// watcher hands the new squid.conf and htpasswd file to squid.
+func liveDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []string {
+	var d []string
+	if g := metadataValue(got, MetadataConfigChecksum); g != w.ConfigChecksum {
+		d = append(d, fmt.Sprintf("metadata %s is %q, want %q", MetadataConfigChecksum, g, w.ConfigChecksum))
+	}
+	if conf, err := base64.StdEncoding.DecodeString(metadataValue(got, MetadataSquidConf)); err != nil || squid.Checksum(conf) != w.ConfigChecksum {
+		d = append(d, fmt.Sprintf("metadata %s is not the rendered configuration", MetadataSquidConf))
+	}
+	if g := metadataValue(got, MetadataPort); g != strconv.Itoa(int(w.Port)) {
+		d = append(d, fmt.Sprintf("metadata %s is %q, want \"%d\"", MetadataPort, g, w.Port))
+	}
+	if w.Credentials.Username != "" && !v.HtpasswdMatches([]byte(metadataValue(got, MetadataHtpasswd)), w.Credentials.Username, w.Credentials.Password) {
+		d = append(d, fmt.Sprintf("metadata %s does not accept the current credentials", MetadataHtpasswd))
 	}
 	return d
 }

@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package gcp
 
 import (
+	"encoding/base64"
 	"testing"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -22,9 +23,11 @@ func TestInstanceDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	conf := []byte("http_port 3128\n")
+	sum := squid.Checksum(conf)
 	want := wantInstance{
 		MachineType: "e2-small", Labels: map[string]string{"team": "a"}, Tags: []string{"egp-x"},
-		NatIP: "203.0.113.9", ConfigChecksum: "sum", GuestVersion: "2", Credentials: backend.Credentials{Username: "team-a", Password: "s3cret"},
+		NatIP: "203.0.113.9", ConfigChecksum: sum, Port: 3128, GuestVersion: "2", Credentials: backend.Credentials{Username: "team-a", Password: "s3cret"},
 	}
 	instance := func(mods ...func(*computepb.Instance)) *computepb.Instance {
 		i := &computepb.Instance{
@@ -37,8 +40,10 @@ func TestInstanceDiff(t *testing.T) {
 			Metadata: &computepb.Metadata{Items: []*computepb.Items{
 				{Key: proto.String(MetadataUserData), Value: proto.String("#cloud-config")},
 				{Key: proto.String(MetadataStartupScript), Value: proto.String("#!/bin/bash")},
-				{Key: proto.String(MetadataConfigChecksum), Value: proto.String("sum")},
+				{Key: proto.String(MetadataConfigChecksum), Value: proto.String(sum)},
 				{Key: proto.String(MetadataHtpasswd), Value: proto.String(string(htpasswd))},
+				{Key: proto.String(MetadataSquidConf), Value: proto.String(base64.StdEncoding.EncodeToString(conf))},
+				{Key: proto.String(MetadataPort), Value: proto.String("3128")},
 				{Key: proto.String(MetadataGuestVersion), Value: proto.String("2")},
 			}},
 		}
@@ -66,7 +71,7 @@ func TestInstanceDiff(t *testing.T) {
 			reason: "A VM made before the metadata guard existed is replaced, so it gets the guard.",
 			want:   want,
 			got: instance(func(i *computepb.Instance) {
-				i.Metadata.Items = i.Metadata.Items[:4]
+				i.Metadata.Items = i.Metadata.Items[:6]
 			}),
 			diff: []string{`metadata egressproxy-guest-version is "", want "2"`},
 		},
@@ -118,12 +123,22 @@ func TestInstanceDiff(t *testing.T) {
 				`service account is "sa@p", want ""`,
 				"service account scopes are [s], want []",
 				`external IP is "198.51.100.1", want the static address 203.0.113.9`,
-				`metadata egressproxy-config-checksum is "old", want "sum"`,
 				`metadata egressproxy-guest-version is "", want "2"`,
-				"metadata egressproxy-htpasswd does not accept the current credentials",
 				"metadata user-data is missing",
 				"metadata startup-script is missing",
+				`metadata egressproxy-config-checksum is "old", want "` + sum + `"`,
+				"metadata egressproxy-squid-conf is not the rendered configuration",
+				`metadata egressproxy-port is "", want "3128"`,
+				"metadata egressproxy-htpasswd does not accept the current credentials",
 			},
+		},
+		"OtherConf": {
+			reason: "A configuration that is not the one the checksum names is drift, applied live.",
+			want:   want,
+			got: instance(func(i *computepb.Instance) {
+				i.Metadata.Items[4].Value = proto.String(base64.StdEncoding.EncodeToString([]byte("http_port 3129\n")))
+			}),
+			diff: []string{"metadata egressproxy-squid-conf is not the rendered configuration"},
 		},
 	}
 	for name, tc := range cases {

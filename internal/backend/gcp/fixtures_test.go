@@ -21,6 +21,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 var (
@@ -98,6 +99,26 @@ func desired(mods ...func(*Desired)) Desired {
 	return d
 }
 
+// mustSpec resolves d.
+func mustSpec(t *testing.T, d Desired) spec {
+	t.Helper()
+	s, err := resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mustSum is the checksum of the squid configuration d asks for.
+func mustSum(t *testing.T, d Desired) string {
+	t.Helper()
+	conf, err := squid.Render(vmSquidConfig(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return squid.Checksum(conf)
+}
+
 // ctx is a context bounded well below the test timeout.
 func ctx(t *testing.T) context.Context {
 	t.Helper()
@@ -131,8 +152,14 @@ func (e *env) guestReports(t *testing.T, state, reason string) {
 		if inst.GetStatus() != "RUNNING" || metadataValue(inst, MetadataEnableGuestAttributes) != "TRUE" {
 			continue
 		}
-		v := GuestReport(state, metadataValue(inst, MetadataConfigChecksum), e.clock.now(), reason)
+		sum := metadataValue(inst, MetadataConfigChecksum)
+		v := GuestReport(state, sum, e.clock.now(), reason)
 		if err := e.fake.SetGuestAttribute(testProject, lastSegment(inst.GetZone()), inst.GetName(), GuestAttributePath, v); err != nil {
+			t.Fatalf("the guest cannot report: %v", err)
+		}
+		// The watcher applied what the metadata holds.
+		applied := GuestReport(GuestApplied, AppliedConfig(sum, metadataValue(inst, MetadataHtpasswd)), e.clock.now(), "")
+		if err := e.fake.SetGuestAttribute(testProject, lastSegment(inst.GetZone()), inst.GetName(), GuestApplyPath, applied); err != nil {
 			t.Fatalf("the guest cannot report: %v", err)
 		}
 	}

@@ -48,9 +48,10 @@ func TestGuestReady(t *testing.T) {
 			wantMsg:   msgServing,
 		},
 		"ServingOtherConfig": {
-			reason:  "Squid serving another configuration (the spec changed) is not Ready until the new one is applied.",
-			report:  GuestReport(GuestServing, "fedcba9876543210fedc", now, ""),
-			wantMsg: wait(fmt.Sprintf(msgFmtGuestOld, "fedcba9876543210fedc")),
+			reason:    "Squid serving another configuration (the spec changed, the guest applies it live) stays Ready.",
+			report:    GuestReport(GuestServing, "fedcba9876543210fedc", now, ""),
+			wantReady: true,
+			wantMsg:   fmt.Sprintf(msgFmtApplying, "fedcba9876543210fedc", sum),
 		},
 		"Starting": {
 			reason:  "A guest whose startup-script runs is waited for.",
@@ -90,9 +91,9 @@ func TestGuestReady(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ready, msg := guestReady(tc.report, sum, ip, now)
-			if ready != tc.wantReady || msg != tc.wantMsg {
-				t.Errorf("%s\nguestReady(%q): want %t %q, got %t %q", tc.reason, tc.report, tc.wantReady, tc.wantMsg, ready, msg)
+			g := guestReady(tc.report, sum, ip, now)
+			if g.ready != tc.wantReady || g.msg != tc.wantMsg {
+				t.Errorf("%s\nguestReady(%q): want %t %q, got %t %q", tc.reason, tc.report, tc.wantReady, tc.wantMsg, g.ready, g.msg)
 			}
 		})
 	}
@@ -153,10 +154,11 @@ func TestObserveWaitsForTheGuest(t *testing.T) {
 			wantMsg:   msgServing,
 		},
 		{
-			reason:  "The spec changed: not Ready until a VM serves the new configuration.",
-			do:      func() {},
-			d:       changed,
-			wantMsg: fmt.Sprintf(msgFmtWaitGuest, ip, fmt.Sprintf(msgFmtGuestOld, sum)),
+			reason:    "The spec changed: still Ready (the guest applies it live), and the message says so.",
+			do:        func() {},
+			d:         changed,
+			wantReady: true,
+			wantMsg:   fmt.Sprintf(msgFmtApplying, sum, mustSum(t, changed)),
 		},
 		{
 			reason:  "The VM lost squid: back to not Ready, with the guest's reason.",
@@ -253,6 +255,15 @@ func TestReporterScript(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// What the traffic counter and the kernel would have written.
+	counts := squid.Traffic{Allowed: 7, DeniedDestination: 5, DeniedClient: 2, DeniedAuth: 3, BytesToClients: 1234, BytesFromClients: 567}
+	traffic, bootID := filepath.Join(dir, "traffic"), filepath.Join(dir, "boot_id")
+	if err := os.WriteFile(traffic, []byte(counts.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bootID, []byte("6f1c0a9e-4b1c-4b9f-9a55-3f0d2c7e8b11\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		reason    string
 		active    string
@@ -291,14 +302,21 @@ func TestReporterScript(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(bin, "active"), []byte(tc.active), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			script := filepath.Join(dir, "report-"+name)
-			if err := os.WriteFile(script, fmt.Appendf(nil, reporterScript, tc.sum, tc.port, conf, maxReport), 0o700); err != nil { //nolint:gosec // Executable.
+			script := filepath.Join(dir, "report")
+			if err := os.WriteFile(script, []byte(reporterScript), 0o700); err != nil { //nolint:gosec // Executable.
 				t.Fatal(err)
+			}
+			state := t.TempDir()
+			for f, v := range map[string]string{"checksum": tc.sum + "\n", "port": fmt.Sprintf("%d\n", tc.port)} {
+				if err := os.WriteFile(filepath.Join(state, f), []byte(v), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(c, "bash", append([]string{script}, tc.args...)...) //nolint:gosec // The test's script.
-			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "EGRESSPROXY_METADATA=" + strings.TrimPrefix(md.URL, "http://"), "EGRESSPROXY_REPORT_NOTE=" + tc.note}
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "EGRESSPROXY_METADATA=" + strings.TrimPrefix(md.URL, "http://"), "EGRESSPROXY_REPORT_NOTE=" + tc.note,
+				"EGRESSPROXY_STATE_DIR=" + state, "EGRESSPROXY_SQUID_CONF=" + conf, "EGRESSPROXY_TRAFFIC=" + traffic, "EGRESSPROXY_BOOT_ID=" + bootID}
 			out, err := cmd.CombinedOutput()
 			if code := cmd.ProcessState.ExitCode(); code != tc.wantExit {
 				t.Fatalf("%s\nexit code %d, want %d (%v)\n%s", tc.reason, code, tc.wantExit, err, out)
@@ -307,6 +325,11 @@ func TestReporterScript(t *testing.T) {
 			r, parsed := parseGuestReport(v)
 			if !ok || !parsed || r.state != tc.wantState || r.reason != tc.wantWhy || r.checksum != tc.sum || time.Since(r.at) > time.Minute {
 				t.Errorf("%s\nthe guest attribute is %q (found %t), want state %q, reason %q, checksum %s, now", tc.reason, v, ok, tc.wantState, tc.wantWhy, tc.sum)
+			}
+			for p, want := range map[string]string{GuestTrafficPath: counts.String(), GuestBootIDPath: "6f1c0a9e-4b1c-4b9f-9a55-3f0d2c7e8b11"} {
+				if got, _ := e.fake.GuestAttribute(testProject, testZone, testName, p); got != want {
+					t.Errorf("%s\nguest attribute %s is %q, want %q", tc.reason, p, got, want)
+				}
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 const (
@@ -27,6 +28,7 @@ const (
 	msgFmtStatus   = "the VM is %s"
 	msgWaitNatIP   = "the VM is running; waiting for its external IP"
 	msgFmtHalfMade = "the instance is missing; %s %s"
+	msgFmtServes   = "the guest serves configuration %.12s, want %.12s"
 )
 
 // Observe reads the instance, its firewall rule and its address (from the
@@ -59,7 +61,7 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 	if o.State == commonv1alpha1.StateRunning && o.Endpoint != "" {
 		// Only a running VM with an address can serve: a stopped one is
 		// replaced whatever its guest last said.
-		v, err := b.guestState(ctx, s)
+		ga, err := b.guestAttributes(ctx, s)
 		if err != nil {
 			return Observation{}, err
 		}
@@ -67,7 +69,23 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 		if err != nil {
 			return Observation{}, err
 		}
-		o.Ready, o.Message = guestReady(v, sum, natIP(p.instance), b.now())
+		g := guestReady(ga[GuestAttributePath], sum, natIP(p.instance), b.now())
+		o.Ready, o.Message, o.ConfigChecksum = g.ready, g.msg, g.served
+		// The metadata may be current already while the guest applies it.
+		var pending []string
+		if g.ready && g.served != sum {
+			pending = append(pending, fmt.Sprintf(msgFmtServes, g.served, sum))
+		}
+		if d := applyDiff(ga[GuestApplyPath], AppliedConfig(sum, metadataValue(p.instance, MetadataHtpasswd))); d != "" && o.UpToDate {
+			pending = append(pending, d)
+		}
+		if len(pending) > 0 {
+			o.UpToDate = false
+			o.Diff = strings.TrimPrefix(o.Diff+"; "+strings.Join(pending, "; "), "; ")
+		}
+		if t, ok := squid.ParseTraffic(ga[GuestTrafficPath]); ok && g.ready {
+			o.Traffic, o.TrafficAt = &t, g.at
+		}
 	}
 	// The policy is not Observe's: the provider refuses a resource that
 	// breaks it before it observes (docs/backends.md, "Policy").
@@ -125,10 +143,10 @@ func observeMissing(project string, s spec, d Desired, p parts) (Observation, er
 // observe reports an existing instance of ours.
 func (b *Backend) observe(s spec, d Desired, p parts) (Observation, error) {
 	project, inst := b.project, p.instance
+	// ConfigChecksum is what the guest reports it serves (see Observe).
 	o := Observation{
-		ID:             backend.FormatID(IDScheme, project, s.zone, s.name),
-		ConfigChecksum: metadataValue(inst, MetadataConfigChecksum),
-		Extra:          v1alpha1.GCPProxyObservation{InternalIP: internalIP(inst)},
+		ID:    backend.FormatID(IDScheme, project, s.zone, s.name),
+		Extra: v1alpha1.GCPProxyObservation{InternalIP: internalIP(inst)},
 	}
 	o.Ownership, _ = backend.OwnershipFromLabels(backend.CloudLabelKeys, inst.GetLabels())
 	if t, err := time.Parse(time.RFC3339, inst.GetCreationTimestamp()); err == nil {
@@ -159,7 +177,7 @@ func (b *Backend) observe(s spec, d Desired, p parts) (Observation, error) {
 // desiredChecksum is the checksum of the squid configuration d asks for,
 // rendered only when its parameters are new (squid.Sums).
 func (b *Backend) desiredChecksum(d Desired) (string, error) {
-	sum, err := b.sums.Sum(backend.SquidConfig(d))
+	sum, err := b.sums.Sum(vmSquidConfig(d))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}

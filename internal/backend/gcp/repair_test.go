@@ -19,6 +19,7 @@ import (
 	"github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // converge runs reconcile rounds until the proxy is ready and up to date.
@@ -95,22 +96,118 @@ func TestRepairDrift(t *testing.T) {
 	}
 }
 
-func TestChangeReplacesInstance(t *testing.T) {
+// TestChangeAppliesLive changes what squid serves: the backend writes the
+// new metadata (setMetadata, with the fingerprint it read) and the guest
+// applies it; the instance stays, and Ready never goes False.
+func TestChangeAppliesLive(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		change func(*Desired)
 		diff   string
 	}{
 		"Destinations": {
-			reason: "A new allowlist changes the squid configuration, which cloud-init applies at first boot only.",
+			reason: "A new allowlist is a new squid configuration.",
 			change: func(d *Desired) { d.Proxy.AllowedDestinations = []string{"api.example.org"} },
 			diff:   "metadata " + MetadataConfigChecksum,
 		},
+		"ClientsAndPort": {
+			reason: "New clients and a new port change the configuration and the firewall rule, both in place.",
+			change: func(d *Desired) { d.Proxy.AllowedClientCIDRs = []string{"10.1.0.0/16"}; d.Proxy.Port = 3129 },
+			diff:   "firewall source ranges",
+		},
 		"Password": {
-			reason: "New credentials need a new htpasswd file.",
+			reason: "New credentials are a new htpasswd file; the configuration stays.",
 			change: func(d *Desired) { d.Credentials.Password = "rotated" },
 			diff:   "does not accept the current credentials",
 		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := desired()
+			before := e.converge(t, d, 5)
+			inst, _ := e.fake.Instance(testProject, testZone, testName)
+			tc.change(&d)
+			o, err := e.b.Observe(ctx(t), d)
+			if err != nil || o.UpToDate || !strings.Contains(o.Diff, tc.diff) || !o.Ready {
+				t.Fatalf("%s\nObserve after the change = Ready %v, UpToDate %v, Diff %q, %v; want Ready, and a diff containing %q", tc.reason, o.Ready, o.UpToDate, o.Diff, err, tc.diff)
+			}
+			e.fake.ResetCalls()
+			if err := e.b.Update(ctx(t), d); err != nil {
+				t.Fatalf("%s\nUpdate: %v", tc.reason, err)
+			}
+			got, _ := e.fake.Instance(testProject, testZone, testName)
+			if e.fake.Calls(gcpfake.CallInstancesSetMetadata) != 1 || e.fake.Calls(gcpfake.CallInstancesDelete) != 0 {
+				t.Errorf("%s\ncalls of Update: %v; want one setMetadata and no delete", tc.reason, e.fake.CallCounts())
+			}
+			if got.GetId() != inst.GetId() || got.GetCreationTimestamp() != inst.GetCreationTimestamp() {
+				t.Errorf("%s\nthe instance was replaced", tc.reason)
+			}
+			want := wanted(mustSpec(t, d), d, mustSum(t, d), natIP(got))
+			if diff := liveDiff(squid.NewVerifier(), want, got); len(diff) > 0 {
+				t.Errorf("%s\nthe metadata after Update still differs: %v", tc.reason, diff)
+			}
+			// Until the guest applied it, squid serves the old configuration
+			// and the proxy is Ready but not up to date.
+			o, err = e.b.Observe(ctx(t), d)
+			if err != nil || !o.Ready || o.UpToDate || o.ConfigChecksum != before.ConfigChecksum {
+				t.Errorf("%s\nObserve before the guest applied: Ready %v UpToDate %v ConfigChecksum %.12s, %v; want Ready, not up to date, the old checksum", tc.reason, o.Ready, o.UpToDate, o.ConfigChecksum, err)
+			}
+			// The guest applies it and reports; a second Update has nothing
+			// to do.
+			after := e.converge(t, d, 2)
+			if after.ConfigChecksum != mustSum(t, d) || !after.CreatedAt.Equal(before.CreatedAt) {
+				t.Errorf("%s\nafter the guest applied: ConfigChecksum %.12s CreatedAt %v; want %.12s and %v", tc.reason, after.ConfigChecksum, after.CreatedAt, mustSum(t, d), before.CreatedAt)
+			}
+			if n := e.fake.Calls(gcpfake.CallInstancesSetMetadata); n != 1 {
+				t.Errorf("%s\n%d setMetadata calls, want 1", tc.reason, n)
+			}
+		})
+	}
+}
+
+// TestLiveApplyFailed: a guest that cannot apply a configuration keeps
+// serving the one before (Ready) and says why, which Update returns.
+func TestLiveApplyFailed(t *testing.T) {
+	e := newEnv(t)
+	d := desired()
+	e.converge(t, d, 5)
+	d.Proxy.AllowedDestinations = []string{"api.example.org"}
+	if err := e.b.Update(ctx(t), d); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	sum := mustSum(t, d)
+	inst, _ := e.fake.Instance(testProject, testZone, testName)
+	failed := GuestReport(GuestFailed, AppliedConfig(sum, metadataValue(inst, MetadataHtpasswd)), e.clock.now(), "squid -k parse: FATAL: Bungled squid.conf line 7")
+	if err := e.fake.SetGuestAttribute(testProject, testZone, testName, GuestApplyPath, failed); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.b.Observe(ctx(t), d)
+	if err != nil || !o.Ready || o.UpToDate || !strings.Contains(o.Diff, "FATAL: Bungled squid.conf line 7") {
+		t.Errorf("Observe after a failed apply: Ready %v UpToDate %v Diff %q, %v; want Ready, not up to date, with the reason", o.Ready, o.UpToDate, o.Diff, err)
+	}
+	err = e.b.Update(ctx(t), d)
+	if err == nil || !strings.Contains(err.Error(), "FATAL: Bungled squid.conf line 7") || !strings.Contains(err.Error(), sum[:12]) {
+		t.Errorf("Update after a failed apply = %v, want the guest's reason and the checksum", err)
+	}
+	if n := e.fake.Calls(gcpfake.CallInstancesSetMetadata); n != 1 {
+		t.Errorf("%d setMetadata calls, want 1: the metadata is current", n)
+	}
+	// A failure to apply another configuration is not this one's.
+	if err := e.fake.SetGuestAttribute(testProject, testZone, testName, GuestApplyPath, GuestReport(GuestFailed, strings.Repeat("0", 64), e.clock.now(), "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.Update(ctx(t), d); err != nil {
+		t.Errorf("Update with an old failure = %v, want nil", err)
+	}
+}
+
+func TestChangeReplacesInstance(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(*Desired)
+		diff   string
+	}{
 		"Labels": {
 			reason: "The fake has no setLabels: new labels replace the VM.",
 			change: func(d *Desired) { d.Params.Labels = map[string]v1alpha1.LabelValue{"team": "b"} },

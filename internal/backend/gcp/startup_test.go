@@ -119,6 +119,9 @@ func TestStartupScript(t *testing.T) {
 		wantErr bool
 	}
 	timer := "systemctl enable --now egressproxy-report.timer"
+	// The watcher is restarted when a file changed (it may be new), else
+	// started; it is never left out: it applies every later change.
+	restartWatch, startWatch := "systemctl restart "+watcherUnitName, "systemctl start "+watcherUnitName
 	// Boots of one VM, in order: each sees what the ones before left.
 	boots := []boot{
 		{
@@ -133,6 +136,7 @@ func TestStartupScript(t *testing.T) {
 				"systemctl restart squid",
 				"report ",
 				timer,
+				restartWatch,
 			},
 		},
 		{
@@ -143,20 +147,20 @@ func TestStartupScript(t *testing.T) {
 				s.write(t, "bin/active", "0")
 			},
 			conf: "http_port 3128\n",
-			want: []string{"report starting", "systemctl enable squid", "systemctl is-active --quiet squid", "report ", timer},
+			want: []string{"report starting", "systemctl enable squid", "systemctl is-active --quiet squid", "report ", timer, startWatch},
 		},
 		{
 			reason: "With cloud-init it waits for it; a changed configuration restarts squid.",
 			setup:  func(t *testing.T, s *sandbox) { s.addStub(t, "cloud-init") },
 			conf:   "http_port 3129\n",
-			want:   []string{"report starting", "cloud-init status --wait", "systemctl daemon-reload", "systemctl enable squid", "systemctl restart squid", "report ", timer},
+			want:   []string{"report starting", "cloud-init status --wait", "systemctl daemon-reload", "systemctl enable squid", "systemctl restart squid", "report ", timer, restartWatch},
 		},
 		{
 			reason: "While squid does not serve, the reporter is asked again (two minutes at most), then the timer keeps reporting.",
 			setup:  func(t *testing.T, s *sandbox) { s.write(t, "serving", "1") },
 			conf:   "http_port 3129\n",
 			want: append(append([]string{"report starting", "cloud-init status --wait", "systemctl enable squid", "systemctl is-active --quiet squid"},
-				slices.Repeat([]string{"report ", "sleep 5"}, 24)...), timer),
+				slices.Repeat([]string{"report ", "sleep 5"}, 24)...), timer, startWatch),
 		},
 		{
 			reason: "When squid cannot be installed, the guest reports why.",

@@ -127,10 +127,11 @@ func TestAddressTakeover(t *testing.T) {
 	}
 	refused("while team A's VM uses the address")
 
-	// A credentials change replaces team A's VM: Update deletes it, and the
-	// next reconcile makes it again. In between the address has no user.
+	// A machine type change replaces team A's VM: Update deletes it, and
+	// the next reconcile makes it again. In between the address has no
+	// user.
 	rotated := a
-	rotated.Credentials.Password = "rotated"
+	rotated.Params.MachineType = "e2-medium"
 	if err := e.b.Update(ctx(t), rotated); err != nil {
 		t.Fatalf("team A's Update: %v", err)
 	}

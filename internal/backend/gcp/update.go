@@ -9,6 +9,7 @@ package gcp
 import (
 	"context"
 	"strconv"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -20,17 +21,34 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
-const errFmtDelete = "cannot delete %s"
+const (
+	errFmtDelete      = "cannot delete %s"
+	errFmtSetMetadata = "cannot set the metadata of %s"
+	errFmtApply       = "the guest of instance %s cannot apply configuration %.12s (it keeps serving the one before): %s"
+)
+
+// metadataWait bounds how long Update waits for a setMetadata operation;
+// an operation still pending then is found again by its request ID.
+const metadataWait = 30 * time.Second
 
 // Update repairs the address (re-reserved when deleted) and the firewall
-// rule (re-inserted when deleted, patched when changed), then replaces the
-// instance when it is stopped or terminated, or differs from d in what
-// Compute Engine cannot change in place while it runs: its metadata (the
-// proxy configuration and credentials, which cloud-init applies only at
-// first boot), labels, tags, machine type, service account or external IP.
-// Replacing means deleting it: once it is gone Observe reports NotFound and
-// Create makes it again with the same name and static address, so the
-// egress IP stays. An instance that is missing is created, as Create would.
+// rule (re-inserted when deleted, patched when changed: client CIDRs and
+// port apply at once), then brings the instance to d:
+//
+//   - It replaces the instance when it is stopped or terminated, or differs
+//     in what only a new VM changes (replaceDiff: machine type, service
+//     account, labels, tags, external IP, guest version). Replacing means
+//     deleting it: once it is gone Observe reports NotFound and Create
+//     makes it again with the same name and static address, so the egress
+//     IP stays.
+//   - Otherwise it applies a new configuration or new credentials live
+//     (liveDiff): it writes the new metadata with instances.setMetadata,
+//     and the guest's watcher, which waits on the metadata server for a
+//     change, hands them to the running squid. No reboot, and tunnels stay.
+//   - When the metadata is current but the guest reports that it could not
+//     apply it (guest attribute GuestApplyPath), it returns that reason.
+//
+// An instance that is missing is created, as Create would.
 func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err := b.life.acquire(); err != nil {
 		return err
@@ -66,24 +84,65 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if !ownedBy(inst.GetLabels(), d.Ownership) {
 		return backend.Permanent(errors.Errorf(errFmtNotOurs, "instance "+s.name))
 	}
-	replace, err := b.needsReplacement(s, d, inst, ip)
-	if err != nil || !replace {
+	// The htpasswd file in the metadata is kept while it accepts the
+	// credentials: its salt then does not turn into a change.
+	pc, err := renderConfig(b.verifier, d, []byte(metadataValue(inst, MetadataHtpasswd)))
+	if err != nil {
 		return err
 	}
-	_, err = b.deleteInstance(ctx, s.zone, inst)
-	return err
+	w := wanted(s, d, pc.checksum, ip)
+	if st, _ := instanceState(inst.GetStatus()); st == commonv1alpha1.StateStopped || st == commonv1alpha1.StateTerminated || len(replaceDiff(w, inst)) > 0 {
+		_, err = b.deleteInstance(ctx, s.zone, inst)
+		return err
+	}
+	if len(liveDiff(b.verifier, w, inst)) > 0 {
+		return b.setMetadata(ctx, s, inst, pc)
+	}
+	return b.applyError(ctx, s, pc)
 }
 
-// needsReplacement reports whether inst must be deleted and made again.
-func (b *Backend) needsReplacement(s spec, d Desired, inst *computepb.Instance, ip string) (bool, error) {
-	if st, _ := instanceState(inst.GetStatus()); st == commonv1alpha1.StateStopped || st == commonv1alpha1.StateTerminated {
-		return true, nil
-	}
-	conf, err := squid.Render(backend.SquidConfig(d))
+// setMetadata replaces the metadata of inst with pc's. It sends the
+// fingerprint inst was read with, so a change someone made since is not
+// overwritten (412; the next reconcile reads it again). The request ID
+// names that fingerprint and what is written: a retry after a lost response
+// replays the operation, and the next change is a request of its own.
+func (b *Backend) setMetadata(ctx context.Context, s spec, inst *computepb.Instance, pc proxyConfig) error {
+	what := "instance " + s.name
+	md, err := buildMetadata(pc)
 	if err != nil {
-		return false, backend.Permanent(errors.Wrap(err, errRender))
+		return err
 	}
-	return len(instanceDiff(b.verifier, wanted(s, d, squid.Checksum(conf), ip), inst)) > 0, nil
+	fp := inst.GetMetadata().GetFingerprint()
+	md.Fingerprint = proto.String(fp)
+	rid := requestID(b.project, s.zone, s.name, "instances.setMetadata", fp, pc.checksum, squid.Checksum(pc.htpasswd))
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	op, err := b.svc.instances.SetMetadata(cctx, &computepb.SetMetadataInstanceRequest{
+		Project: b.project, Zone: s.zone, Instance: s.name, MetadataResource: md, RequestId: proto.String(rid),
+	})
+	if err != nil {
+		return errors.Wrapf(classifyMutation(err), errFmtSetMetadata, what)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, metadataWait)
+	defer wcancel()
+	// Wait reports an operation's error only with httpErrorStatusCode, and
+	// a timeout only means "not done yet": the operation decides.
+	_ = op.Wait(wctx)
+	return errors.Wrapf(operationError(what, op.Proto()), errFmtSetMetadata, what)
+}
+
+// applyError returns why the guest could not apply pc, as it reported, or
+// nil.
+func (b *Backend) applyError(ctx context.Context, s spec, pc proxyConfig) error {
+	ga, err := b.guestAttributes(ctx, s)
+	if err != nil {
+		return err
+	}
+	r, ok := parseGuestReport(ga[GuestApplyPath])
+	if !ok || r.state != GuestFailed || r.checksum != AppliedConfig(pc.checksum, string(pc.htpasswd)) {
+		return nil
+	}
+	return backend.Permanent(errors.Errorf(errFmtApply, s.name, pc.checksum, r.reason))
 }
 
 // deleteInstance deletes inst, and reports whether it is gone. The request ID holds the instance's numeric

@@ -96,6 +96,14 @@ func (b *Backend) Create(ctx context.Context, d Desired) error {
 	if err != nil {
 		return err
 	}
+	drv, err := b.svc.Driver(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	if strings.EqualFold(drv, DriverTest) {
+		// The test driver runs no guest to apply a change live.
+		sd.Guest = ""
+	}
 	if found {
 		// An earlier Create stopped after claiming: the claimed volumes are
 		// ours, and are made afresh (a seed may be half uploaded).
@@ -172,7 +180,7 @@ func (b *Backend) claim(ctx context.Context, d Desired, pool golibvirt.StoragePo
 			return domainInfo{}, classify(errors.Wrapf(err, errFmtLookupVolume, v))
 		}
 	}
-	m := metadata{Ownership: d.Ownership, CreatedAt: b.now(), Pool: pool.Name, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: volumesOf(d.Name)}
+	m := metadata{Ownership: d.Ownership, CreatedAt: b.now(), Pool: pool.Name, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: volumesOf(d.Name), Guest: sd.Guest}
 	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), b.boot, "", "")
 	if err := b.defineXML(ctx, s, m); err != nil && !isExists(err) {
 		return domainInfo{}, err
@@ -320,7 +328,7 @@ func (b *Backend) createSeed(ctx context.Context, pool golibvirt.StoragePool, d 
 // claim's creation time, pool and volumes.
 func (b *Backend) define(ctx context.Context, d Desired, di domainInfo, sd seed, s domainSpec) (golibvirt.Domain, error) {
 	s.UUID = di.XML.UUID
-	m := metadata{Ownership: d.Ownership, CreatedAt: di.Meta.CreatedAt, Pool: di.Meta.Pool, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: di.Meta.Volumes}
+	m := metadata{Ownership: d.Ownership, CreatedAt: di.Meta.CreatedAt, Pool: di.Meta.Pool, ConfigChecksum: sd.ConfigChecksum, Htpasswd: sd.Htpasswd, Volumes: di.Meta.Volumes, Guest: sd.Guest}
 	if err := b.defineXML(ctx, s, m); err != nil {
 		return golibvirt.Domain{}, err
 	}

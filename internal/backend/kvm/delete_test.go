@@ -166,9 +166,9 @@ func TestUpdate(t *testing.T) {
 			d:      d,
 			want:   noParts(),
 		},
-		"ConfigChanged": {
-			reason: "A running instance with another allowlist is replaced.",
-			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1)),
+		"ConfigChangedOnOldGuest": {
+			reason: "A running instance with another allowlist, made before its guest could apply one live, is replaced.",
+			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withGuestVersion("")), golibvirt.DomainRunning, 1)),
 			d:      desired(withDestinations("api.example.org")),
 			want:   noParts(),
 		},

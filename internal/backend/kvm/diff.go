@@ -96,36 +96,48 @@ type wantedVM struct {
 	CredentialsMatch func(htpasswd string) bool
 }
 
-// diff lists what differs, for Observation.Diff. It never names a
+// vmDiff is what differs, for Observation.Diff. It never names a
 // credential, only that it changed.
-func diff(want wantedVM, got observedVM) []string {
-	var d []string
+type vmDiff struct {
+	// replace lists what only a new VM changes: the domain, its disks, its
+	// NIC.
+	replace []string
+	// live lists what the running guest can take (applyLive): the squid
+	// configuration and the credentials.
+	live []string
+}
+
+func (v vmDiff) all() []string { return append(append([]string{}, v.replace...), v.live...) }
+
+// diff lists what differs between want and got.
+func diff(want wantedVM, got observedVM) vmDiff {
+	var d vmDiff
 	for _, v := range got.Missing {
-		d = append(d, fmt.Sprintf("volume %s is missing", v))
+		d.replace = append(d.replace, fmt.Sprintf("volume %s is missing", v))
 	}
 	if want.Type != got.Type {
-		d = append(d, fmt.Sprintf("domain type: want %s, got %s", want.Type, got.Type))
+		d.replace = append(d.replace, fmt.Sprintf("domain type: want %s, got %s", want.Type, got.Type))
 	}
 	if want.MemoryMiB != got.MemoryMiB {
-		d = append(d, fmt.Sprintf("memory: want %d MiB, got %d MiB", want.MemoryMiB, got.MemoryMiB))
+		d.replace = append(d.replace, fmt.Sprintf("memory: want %d MiB, got %d MiB", want.MemoryMiB, got.MemoryMiB))
 	}
 	if want.VCPUs != got.VCPUs {
-		d = append(d, fmt.Sprintf("vcpus: want %d, got %d", want.VCPUs, got.VCPUs))
+		d.replace = append(d.replace, fmt.Sprintf("vcpus: want %d, got %d", want.VCPUs, got.VCPUs))
 	}
 	if !strings.EqualFold(want.MAC, got.MAC) {
-		d = append(d, fmt.Sprintf("MAC address: want %s, got %s", want.MAC, got.MAC))
+		d.replace = append(d.replace, fmt.Sprintf("MAC address: want %s, got %s", want.MAC, got.MAC))
 	}
 	if want.Filter != got.Filter {
-		d = append(d, fmt.Sprintf("network filter: want %q, got %q", want.Filter, got.Filter))
+		d.replace = append(d.replace, fmt.Sprintf("network filter: want %q, got %q", want.Filter, got.Filter))
 	}
 	if got.OverlayBytes != 0 && want.DiskBytes != got.OverlayBytes {
-		d = append(d, fmt.Sprintf("disk: want %d GiB, got %d bytes", want.DiskBytes/gib, got.OverlayBytes))
+		d.replace = append(d.replace, fmt.Sprintf("disk: want %d GiB, got %d bytes", want.DiskBytes/gib, got.OverlayBytes))
 	}
 	if want.ConfigChecksum != got.ConfigChecksum {
-		d = append(d, fmt.Sprintf("config checksum: want %s, got %s", want.ConfigChecksum, got.ConfigChecksum))
+		d.live = append(d.live, fmt.Sprintf("config checksum: want %s, got %s", want.ConfigChecksum, got.ConfigChecksum))
 	}
 	if want.CredentialsMatch != nil && !want.CredentialsMatch(got.Htpasswd) {
-		d = append(d, "the proxy credentials changed")
+		d.live = append(d.live, "the proxy credentials changed")
 	}
 	return d
 }

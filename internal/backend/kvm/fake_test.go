@@ -10,7 +10,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"sort"
+	"strings"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -254,6 +256,43 @@ func (f *fake) DomainInterfaceAddresses(_ context.Context, dom golibvirt.Domain,
 		return nil, lvErr(golibvirt.ErrAgentUnresponsive, "Guest agent is not responding")
 	}
 	return d.ifaces[src], nil
+}
+
+// DomainSetMetadata does what libvirt does with our element: it takes an
+// element in the default namespace and keeps it under prefix.
+func (f *fake) DomainSetMetadata(_ context.Context, dom golibvirt.Domain, element, prefix, ns string) error {
+	d, err := f.domain("DomainSetMetadata", dom)
+	if err != nil {
+		return err
+	}
+	if d.state.State != golibvirt.DomainRunning {
+		return lvErr(golibvirt.ErrOperationInvalid, "domain is not running")
+	}
+	var in struct {
+		XMLName xml.Name
+		metadataIn
+	}
+	if err := xml.Unmarshal([]byte(element), &in); err != nil {
+		return lvErr(golibvirt.ErrXMLError, err.Error())
+	}
+	if in.XMLName.Space != ns || prefix != metadataPrefix || strings.Contains(element, "<"+prefix+":") {
+		return lvErr(golibvirt.ErrXMLError, "Failed to create a new XML namespace")
+	}
+	m, ok, err := in.metadata()
+	if err != nil || !ok {
+		return lvErr(golibvirt.ErrXMLError, "unexpected metadata")
+	}
+	x := &libvirtxml.Domain{}
+	if err := x.Unmarshal(d.xml); err != nil {
+		return lvErr(golibvirt.ErrXMLError, err.Error())
+	}
+	inner, err := m.marshal()
+	if err != nil {
+		return err
+	}
+	x.Metadata = &libvirtxml.DomainMetadata{XML: inner}
+	d.xml, err = x.Marshal()
+	return err
 }
 
 func (f *fake) ConnectListAllDomains(_ context.Context) ([]golibvirt.Domain, error) {

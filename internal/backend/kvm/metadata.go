@@ -50,6 +50,10 @@ type metadata struct {
 	// removes only volumes this instance made, never one that merely has
 	// the same name. Nil on domains made before it was recorded.
 	Volumes []string
+	// Guest is the version of the guest files the seed wrote
+	// (guestVersion); "" on domains made before the guest could apply a
+	// configuration live, which are replaced instead.
+	Guest string
 	// labels are the ownership labels as read back, for backend.OwnedBy.
 	labels map[string]string
 }
@@ -74,6 +78,7 @@ type metadataOut struct {
 	ConfigChecksum string     `xml:"egressproxy:configChecksum"`
 	Htpasswd       string     `xml:"egressproxy:htpasswd,omitempty"`
 	Volumes        []string   `xml:"egressproxy:volume"`
+	Guest          string     `xml:"egressproxy:guest,omitempty"`
 }
 
 // metadataIn reads the element whatever prefix libvirt gave it back.
@@ -84,16 +89,12 @@ type metadataIn struct {
 	ConfigChecksum string     `xml:"configChecksum"`
 	Htpasswd       string     `xml:"htpasswd"`
 	Volumes        []string   `xml:"volume"`
+	Guest          string     `xml:"guest"`
 }
 
 // marshal returns the element for a domain's <metadata>.
 func (m metadata) marshal() (string, error) {
 	labels := m.Ownership.Labels(backend.CloudLabelKeys)
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	out := metadataOut{
 		NS:             MetadataNamespace,
 		CreatedAt:      m.CreatedAt.UTC().Format(time.RFC3339),
@@ -101,12 +102,55 @@ func (m metadata) marshal() (string, error) {
 		ConfigChecksum: m.ConfigChecksum,
 		Htpasswd:       m.Htpasswd,
 		Volumes:        m.Volumes,
+		Guest:          m.Guest,
 	}
-	for _, k := range keys {
+	for _, k := range sortedKeys(labels) {
 		out.Labels = append(out.Labels, labelXML{Key: k, Value: labels[k]})
 	}
 	b, err := xml.Marshal(out)
 	return string(b), errors.Wrap(err, errMarshalMetadata)
+}
+
+// metadataSet is the element as DomainSetMetadata takes it: libvirt adds
+// its own prefix for the namespace and refuses an element that declares
+// that prefix already, so the namespace is the default one here.
+type metadataSet struct {
+	XMLName        xml.Name
+	Labels         []labelXML `xml:"label"`
+	CreatedAt      string     `xml:"createdAt"`
+	Pool           string     `xml:"pool"`
+	ConfigChecksum string     `xml:"configChecksum"`
+	Htpasswd       string     `xml:"htpasswd,omitempty"`
+	Volumes        []string   `xml:"volume"`
+	Guest          string     `xml:"guest,omitempty"`
+}
+
+// setElement returns the element for DomainSetMetadata.
+func (m metadata) setElement() (string, error) {
+	out := metadataSet{
+		XMLName:        xml.Name{Space: MetadataNamespace, Local: metadataElement},
+		CreatedAt:      m.CreatedAt.UTC().Format(time.RFC3339),
+		Pool:           m.Pool,
+		ConfigChecksum: m.ConfigChecksum,
+		Htpasswd:       m.Htpasswd,
+		Volumes:        m.Volumes,
+		Guest:          m.Guest,
+	}
+	labels := m.Ownership.Labels(backend.CloudLabelKeys)
+	for _, k := range sortedKeys(labels) {
+		out.Labels = append(out.Labels, labelXML{Key: k, Value: labels[k]})
+	}
+	b, err := xml.Marshal(out)
+	return string(b), errors.Wrap(err, errMarshalMetadata)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // parseMetadata finds our element in the inner XML of a domain's
@@ -143,7 +187,7 @@ func (in metadataIn) metadata() (metadata, bool, error) {
 	if !ok {
 		return metadata{}, false, nil
 	}
-	m := metadata{Ownership: o, Pool: in.Pool, ConfigChecksum: in.ConfigChecksum, Htpasswd: in.Htpasswd, Volumes: in.Volumes, labels: labels}
+	m := metadata{Ownership: o, Pool: in.Pool, ConfigChecksum: in.ConfigChecksum, Htpasswd: in.Htpasswd, Volumes: in.Volumes, Guest: in.Guest, labels: labels}
 	// A creation time that does not parse stays zero, which the garbage
 	// collector never collects.
 	if t, err := time.Parse(time.RFC3339, in.CreatedAt); err == nil {

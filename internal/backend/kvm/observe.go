@@ -127,13 +127,34 @@ func (b *Backend) Observe(ctx context.Context, d Desired) (Observation, error) {
 
 // observe is the full read of Observe.
 func (b *Backend) observe(ctx context.Context, d Desired) (Observation, error) {
+	o, _, err := b.read(ctx, d)
+	return o, err
+}
+
+// readout is what a full read found, for Update.
+type readout struct {
+	di   domainInfo
+	diff vmDiff
+}
+
+// live reports whether the running guest can take what differs: nothing
+// but the configuration and credentials, the rendered configuration (not
+// the user's own user-data) then and now, and a guest with the apply
+// program.
+func (r readout) live(d Desired) bool {
+	return len(r.diff.replace) == 0 && len(r.diff.live) > 0 && d.Params.UserDataSecretRef == nil && r.di.Meta.Guest == guestVersion
+}
+
+// read is the full read of Observe; the readout is set when the domain is
+// complete.
+func (b *Backend) read(ctx context.Context, d Desired) (Observation, readout, error) {
 	p := withDefaults(d.Params)
 	di, found, err := b.ownedDomain(ctx, d)
 	if err != nil {
-		return Observation{}, err
+		return Observation{}, readout{}, err
 	}
 	if !found {
-		return Observation{}, backend.NotFound(errors.Errorf(errFmtNoInstance, d.Name))
+		return Observation{}, readout{}, backend.NotFound(errors.Errorf(errFmtNoInstance, d.Name))
 	}
 	mac := MACAddress(d.Ownership.Owner.UID)
 	o := Observation{
@@ -146,17 +167,17 @@ func (b *Backend) observe(ctx context.Context, d Desired) (Observation, error) {
 	if !di.complete() {
 		// Update finishes what Create began; nothing to replace yet.
 		o.State, o.Message, o.Diff = commonv1alpha1.StatePending, msgInterrupted, msgInterrupted
-		return o, nil
+		return o, readout{}, nil
 	}
 	vm := vmFromXML(di.XML)
 	vm.ConfigChecksum, vm.Htpasswd = di.Meta.ConfigChecksum, di.Meta.Htpasswd
 	o.Extra.MACAddress = vm.MAC
 	if vm.OverlayBytes, vm.Missing, err = b.volumes(ctx, di.Meta.Pool, d.Name); err != nil {
-		return Observation{}, err
+		return Observation{}, readout{}, err
 	}
 	sum, err := b.configChecksum(ctx, d)
 	if err != nil {
-		return Observation{}, err
+		return Observation{}, readout{}, err
 	}
 	want := wanted(p, mac, sum)
 	if d.Params.UserDataSecretRef == nil && d.Credentials.Username != "" {
@@ -164,7 +185,8 @@ func (b *Backend) observe(ctx context.Context, d Desired) (Observation, error) {
 			return b.verifier.HtpasswdMatches([]byte(h), d.Credentials.Username, d.Credentials.Password)
 		}
 	}
-	diffs := diff(want, vm)
+	r := readout{di: di, diff: diff(want, vm)}
+	diffs := r.diff.all()
 	if neverStarted(di.State) {
 		// Not up to date, so that the reconciler calls Update, which starts
 		// it when nothing else differs.
@@ -173,16 +195,19 @@ func (b *Backend) observe(ctx context.Context, d Desired) (Observation, error) {
 	o.UpToDate, o.Diff = len(diffs) == 0, strings.Join(diffs, "; ")
 	b.remember(d, di, desiredKey(d, sum), o)
 	if o.State != commonv1alpha1.StateRunning {
-		return o, nil
+		return o, r, nil
 	}
-	if err := b.reachable(ctx, &o, di.Dom, d, vm.MAC, sum); err != nil {
-		return Observation{}, err
+	// The configuration the guest serves, not the desired one: Ready stays
+	// True while a change is applied, and UpToDate says whether it is.
+	if err := b.reachable(ctx, &o, di.Dom, d, vm.MAC, di.Meta.ConfigChecksum); err != nil {
+		return Observation{}, readout{}, err
 	}
-	return o, nil
+	return o, r, nil
 }
 
 // reachable fills in o what every Observe of a running domain reads anew:
-// its address, and with the serve probe whether squid serves.
+// its address, and with the serve probe whether squid serves the
+// configuration whose checksum is sum, and its traffic.
 func (b *Backend) reachable(ctx context.Context, o *Observation, dom golibvirt.Domain, d Desired, mac, sum string) error {
 	ip, msg, err := b.address(ctx, domainInfo{Dom: dom}, mac, withDefaults(d.Params).Network.Bridge != nil)
 	if err != nil {
@@ -196,7 +221,10 @@ func (b *Backend) reachable(ctx context.Context, o *Observation, dom golibvirt.D
 	// host's address. Only a bridged VM's address is its real egress IP.
 	o.Ready, o.Endpoint, o.EgressIPs = true, net.JoinHostPort(ip, strconv.Itoa(int(port(d.Proxy)))), []string{ip}
 	if b.probe {
-		o.Ready, o.Message, err = b.serves(ctx, dom, d, ip, sum)
+		o.Ready, o.Message, o.Traffic, err = b.serves(ctx, dom, d, ip, sum)
+		if o.Traffic != nil {
+			o.TrafficAt = b.now()
+		}
 	}
 	return err
 }
@@ -290,15 +318,18 @@ func pickAddress(ifaces []golibvirt.DomainInterface, mac string) string {
 	return ""
 }
 
-// Update makes the instance match d by replacing it: a stopped, crashed or
-// out-of-date VM is deleted, volumes and all, and the next Observe reports
-// NotFound so the reconciler creates it afresh with the same name and MAC.
-// The VM holds no state, and a new seed needs a fresh overlay anyway
-// (cloud-init runs once per instance), so replacing is the simplest correct
-// change. A proxy the policy refuses is left as it is. A paused but
-// up-to-date VM is left alone, a domain whose
-// Create was interrupted is finished by Create, and an up-to-date domain
-// that was never started (neverStarted) is started.
+// Update makes the instance match d. A change of the squid configuration
+// or of the credentials alone is applied to the running guest (applyLive):
+// no reboot, no dropped connection. Anything else replaces the VM: a
+// stopped, crashed or out-of-date VM is deleted, volumes and all, and the
+// next Observe reports NotFound so the reconciler creates it afresh with
+// the same name and MAC. The VM holds no state, and a new seed needs a
+// fresh overlay anyway (cloud-init runs once per instance). So do a change
+// of the user's own user-data, and a change on a VM made before its guest
+// could apply one. A proxy the policy refuses is left as it is. A paused
+// but up-to-date VM is left alone, a domain whose Create was interrupted is
+// finished by Create, and an up-to-date domain that was never started
+// (neverStarted) is started.
 func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if err := checkDesired(d); err != nil {
 		return err
@@ -315,7 +346,7 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 	if found && !di.complete() {
 		return b.Create(ctx, d)
 	}
-	o, err := b.Observe(ctx, d)
+	o, r, err := b.read(ctx, d)
 	if backend.IsNotFound(err) {
 		return nil
 	}
@@ -329,6 +360,9 @@ func (b *Backend) Update(ctx context.Context, d Desired) error {
 		}
 		if o.Diff == msgNeverStarted {
 			return b.start(ctx, di.Dom)
+		}
+		if o.State == commonv1alpha1.StateRunning && r.live(d) {
+			return b.applyLive(ctx, d, r.di)
 		}
 	case commonv1alpha1.StateStopped, commonv1alpha1.StateTerminated:
 	}

@@ -30,7 +30,7 @@ type domainModifier func(*domainSpec, *metadata)
 func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Domain {
 	t.Helper()
 	p := withDefaults(d.Params)
-	conf, err := squid.Render(backend.SquidConfig(d))
+	conf, err := squid.Render(squidConfig(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Doma
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metadata{Ownership: d.Ownership, CreatedAt: created, Pool: p.Pool, ConfigChecksum: squid.Checksum(conf), Htpasswd: string(ht), Volumes: volumesOf(d.Name)}
+	m := metadata{Ownership: d.Ownership, CreatedAt: created, Pool: p.Pool, ConfigChecksum: squid.Checksum(conf), Htpasswd: string(ht), Volumes: volumesOf(d.Name), Guest: guestVersion}
 	// The fake's volume paths.
 	s := domainSpecFor(d, MACAddress(d.Ownership.Owner.UID), []string{bootDisk}, "/"+p.Pool+"/"+overlayName(d.Name), "/"+p.Pool+"/"+seedName(d.Name))
 	for _, mod := range mods {
@@ -52,6 +52,10 @@ func ourDomain(t *testing.T, d Desired, mods ...domainModifier) *libvirtxml.Doma
 
 func withSpecMemory(mib uint) domainModifier {
 	return func(s *domainSpec, _ *metadata) { s.MemoryMiB = mib }
+}
+
+func withGuestVersion(v string) domainModifier {
+	return func(_ *domainSpec, m *metadata) { m.Guest = v }
 }
 
 func withMetaInstance(pi string) domainModifier {
@@ -81,7 +85,7 @@ func healthyVolumes(d Desired) []fakeModifier {
 }
 
 func observation(d Desired, mods ...func(*Observation)) Observation {
-	conf, _ := squid.Render(backend.SquidConfig(d))
+	conf, _ := squid.Render(squidConfig(d))
 	o := Observation{
 		ID:             FormatInstanceID(testPool, d.Name),
 		State:          commonv1alpha1.StateRunning,

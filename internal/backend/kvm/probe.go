@@ -17,6 +17,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	golibvirt "github.com/digitalocean/go-libvirt"
+
+	"github.com/egressproxy/provider-egressproxy/internal/cloudinit"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // Ready = serves. A lease only says the VM booted; with WithServeProbe,
@@ -45,8 +48,9 @@ const (
 // sha256 of squid.conf ("" when the user's own user-data configures the
 // VM). Its request is refused by squid itself (a client or destination
 // rule, or the stock config's to_localhost), so the probe sends no packet
-// beyond loopback. It prints why squid does not serve.
-const probeScript = `port=$1 sum=$2
+// beyond loopback. It prints why squid does not serve, or else the traffic
+// counter's line (cloudinit.TrafficPath; none on a guest without it).
+var probeScript = fmt.Sprintf(`port=$1 sum=$2
 systemctl is-active --quiet squid || { echo "squid is not running"; exit 1; }
 if [ -n "$sum" ]; then
   set -- $(sha256sum /etc/squid/squid.conf 2>/dev/null)
@@ -55,9 +59,9 @@ fi
 exec 3<>/dev/tcp/127.0.0.1/$port 2>/dev/null || { echo "squid does not accept connections on port $port"; exit 1; }
 printf 'GET http://127.0.0.1:1/ HTTP/1.0\r\n\r\n' >&3
 read -r -t 5 status <&3
-case $status in HTTP/1.*) exit 0 ;; esac
+case $status in HTTP/1.*) cat %s 2>/dev/null; exit 0 ;; esac
 echo "squid does not answer HTTP on port $port"
-exit 1`
+exit 1`, cloudinit.TrafficPath)
 
 // WithServeProbe makes Observe report Ready only when squid in the guest
 // serves the rendered configuration, as the guest agent sees it. The base
@@ -98,54 +102,62 @@ type guestExecStatus struct {
 }
 
 // serves runs the probe and returns whether squid serves, and else the
-// Ready message. sum is the configuration checksum Observe computed; it is
+// Ready message, and the traffic counter when the guest has one. sum is the
+// checksum of the configuration the domain serves (its metadata's); it is
 // not squid.conf's when the user's own user-data configures the VM.
-func (b *Backend) serves(ctx context.Context, dom golibvirt.Domain, d Desired, ip, sum string) (bool, string, error) {
+func (b *Backend) serves(ctx context.Context, dom golibvirt.Domain, d Desired, ip, sum string) (bool, string, *squid.Traffic, error) {
 	a, ok := b.svc.(agentCommander)
 	if !ok {
-		return true, "", nil
+		return true, "", nil, nil
 	}
 	if d.Params.UserDataSecretRef != nil {
 		sum = ""
 	}
-	why, err := runProbe(ctx, a, dom, strconv.Itoa(int(port(d.Proxy))), sum)
-	if err != nil || why == "" {
-		return err == nil, "", err
+	why, out, err := runProbe(ctx, a, dom, strconv.Itoa(int(port(d.Proxy))), sum)
+	if err != nil {
+		return false, "", nil, err
 	}
-	return false, fmt.Sprintf(msgFmtWaitServe, ip, why), nil
+	if why != "" {
+		return false, fmt.Sprintf(msgFmtWaitServe, ip, why), nil, nil
+	}
+	if t, ok := squid.ParseTraffic(out); ok {
+		return true, "", &t, nil
+	}
+	return true, "", nil, nil
 }
 
-// runProbe returns "" when squid serves, else why not. libvirt errors (the
-// agent is not connected yet, 86; exec refused) only mean "not yet".
-func runProbe(ctx context.Context, a agentCommander, dom golibvirt.Domain, port, sum string) (string, error) {
+// runProbe returns "" and the probe's output when squid serves, else why
+// not. libvirt errors (the agent is not connected yet, 86; exec refused)
+// only mean "not yet".
+func runProbe(ctx context.Context, a agentCommander, dom golibvirt.Domain, port, sum string) (string, string, error) {
 	start, err := agentCall(ctx, a, dom, agentRequest{Execute: "guest-exec", Arguments: guestExec{
 		Path: "/bin/bash", Arg: []string{"-c", probeScript, "probe", port, sum}, CaptureOutput: true,
 	}})
 	if err != nil || start.Why != "" {
-		return start.Why, err
+		return start.Why, "", err
 	}
 	for range probePolls {
 		st, err := agentCall(ctx, a, dom, agentRequest{Execute: "guest-exec-status", Arguments: guestExecStatus{PID: start.PID}})
 		if err != nil || st.Why != "" {
-			return st.Why, err
+			return st.Why, "", err
 		}
 		if st.Exited {
-			if st.ExitCode == 0 {
-				return "", nil
-			}
 			out, _ := base64.StdEncoding.DecodeString(st.OutData)
-			if s := strings.TrimSpace(string(out)); s != "" {
-				return s, nil
+			if st.ExitCode == 0 {
+				return "", string(out), nil
 			}
-			return "the probe failed with exit code " + strconv.Itoa(st.ExitCode), nil
+			if s := strings.TrimSpace(string(out)); s != "" {
+				return s, "", nil
+			}
+			return "the probe failed with exit code " + strconv.Itoa(st.ExitCode), "", nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", classify(ctx.Err())
+			return "", "", classify(ctx.Err())
 		case <-time.After(probeEvery):
 		}
 	}
-	return msgProbeRunning, nil
+	return msgProbeRunning, "", nil
 }
 
 // agentResult is what guest-exec and guest-exec-status return; Why is set
@@ -155,6 +167,7 @@ type agentResult struct {
 	Exited   bool   `json:"exited"`
 	ExitCode int    `json:"exitcode"`
 	OutData  string `json:"out-data"`
+	ErrData  string `json:"err-data"`
 	Why      string `json:"-"`
 }
 

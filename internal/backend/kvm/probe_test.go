@@ -20,6 +20,7 @@ import (
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // agentFake answers guest-exec with pid 7 and guest-exec-status with
@@ -57,10 +58,11 @@ func exited(code int, out string) string {
 
 func TestServes(t *testing.T) {
 	type want struct {
-		ready bool
-		msg   string
-		err   error
-		sum   string
+		ready   bool
+		msg     string
+		traffic *squid.Traffic
+		err     error
+		sum     string
 	}
 	cases := map[string]struct {
 		reason string
@@ -71,6 +73,20 @@ func TestServes(t *testing.T) {
 		"Serves": {
 			reason: "A probe that exits 0 means squid serves the rendered configuration.",
 			fake:   &agentFake{status: exited(0, "")},
+			d:      desired(),
+			want:   want{ready: true, sum: "abc"},
+		},
+		"ServesWithTraffic": {
+			reason: "A probe that exits 0 prints the guest's traffic counter, which is reported.",
+			fake:   &agentFake{status: exited(0, "egressproxy-traffic allowed=7 denied_destination=5 denied_client=2 denied_auth=3 bytes_to_clients=1000 bytes_from_clients=200\n")},
+			d:      desired(),
+			want: want{ready: true, sum: "abc", traffic: &squid.Traffic{
+				Allowed: 7, DeniedDestination: 5, DeniedClient: 2, DeniedAuth: 3, BytesToClients: 1000, BytesFromClients: 200,
+			}},
+		},
+		"ServesWithoutTraffic": {
+			reason: "Output that is not a traffic line (a guest without the counter) is no figure, and no failure.",
+			fake:   &agentFake{status: exited(0, "cat: /var/lib/egressproxy/traffic: No such file\n")},
 			d:      desired(),
 			want:   want{ready: true, sum: "abc"},
 		},
@@ -110,7 +126,7 @@ func TestServes(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := &Backend{svc: tc.fake}
-			ready, msg, err := b.serves(context.Background(), golibvirt.Domain{}, tc.d, "192.168.150.10", "abc")
+			ready, msg, traffic, err := b.serves(context.Background(), golibvirt.Domain{}, tc.d, "192.168.150.10", "abc")
 			if tc.want.err != nil {
 				if !errors.Is(err, tc.want.err) || backend.ClassOf(err) != backend.ClassTransient {
 					t.Errorf("%s\nserves(...): want a Transient %v, got %v", tc.reason, tc.want.err, err)
@@ -125,6 +141,9 @@ func TestServes(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.msg, msg); diff != "" {
 				t.Errorf("%s\nserves(...): -want message, +got message:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.traffic, traffic); diff != "" {
+				t.Errorf("%s\nserves(...): -want traffic, +got traffic:\n%s", tc.reason, diff)
 			}
 			if len(tc.fake.argv) == 5 {
 				if diff := cmp.Diff(tc.want.sum, tc.fake.argv[4]); diff != "" {

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +153,113 @@ func TestRealGuestServesTraffic(t *testing.T) {
 	}
 	guestRun(ctx, t, b, des.Name, "systemctl start squid")
 	waitObserved(ctx, t, b, des, true, time.Now().Add(time.Minute))
+
+	liveChanges(ctx, t, b, des, ns, o.Endpoint, allowed)
+}
+
+// liveChanges applies an allowlist change and a password rotation to the
+// running guest while a client sends requests through the proxy: every
+// answer is the old rule's or the new one's, never a refused connection or
+// a 5xx, and the VM (its UUID, its boot) stays the same.
+func liveChanges(ctx context.Context, t *testing.T, b *Backend, des Desired, ns, endpoint, allowed string) {
+	t.Helper()
+	dom, err := b.svc.DomainLookupByName(ctx, des.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid := dom.UUID
+	bootID := func() string {
+		out, err := runInGuest(ctx, b, des.Name, "cat /proc/sys/kernel/random/boot_id")
+		if err != nil {
+			t.Fatalf("boot_id: %v", err)
+		}
+		return strings.TrimSpace(out)
+	}
+	boot := bootID()
+	good := url.UserPassword(des.Credentials.Username, des.Credentials.Password)
+
+	closed := des
+	closed.Proxy.AllowedDestinations = []string{"192.0.2.10/32"}
+	rotated := des
+	rotated.Credentials.Password = "a-rotated-password"
+	fresh := url.UserPassword(des.Credentials.Username, rotated.Credentials.Password)
+	steps := []struct {
+		name   string
+		d      Desired
+		user   *url.Userinfo
+		before []int
+		after  int
+	}{
+		// The origin leaves the allowlist: 200 until the change, then 403.
+		{"Allowlist", closed, good, []int{http.StatusOK}, http.StatusForbidden},
+		// Back, with new credentials, which squid refused until then (407,
+		// or 403 where it checks the destination first).
+		{"Rotation", rotated, fresh, []int{http.StatusProxyAuthRequired, http.StatusForbidden}, http.StatusOK},
+	}
+	for _, s := range steps {
+		// A client sends a request every 100 ms while Update runs.
+		stop := make(chan struct{})
+		answers := make(chan string, 1)
+		go func() {
+			var bad []string
+			for {
+				select {
+				case <-stop:
+					answers <- strings.Join(bad, "; ")
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				code, _, err := proxyGet(ctx, ns, endpoint, s.user, allowed)
+				if err != nil || (!slices.Contains(s.before, code) && code != s.after) {
+					bad = append(bad, fmt.Sprintf("%d %v", code, err))
+				}
+			}
+		}()
+		start := time.Now()
+		err := b.Update(ctx, s.d)
+		applied := time.Since(start)
+		close(stop)
+		if bad := <-answers; bad != "" {
+			t.Errorf("%s: answers neither the old rule's (%v) nor the new one's (%d) during the change: %s", s.name, s.before, s.after, bad)
+		}
+		if err != nil {
+			t.Fatalf("%s: Update: %v", s.name, err)
+		}
+		code, _, err := proxyGet(ctx, ns, endpoint, s.user, allowed)
+		t.Logf("%s: Update to the new rule enforced: %s", s.name, applied.Round(time.Millisecond))
+		if err != nil || code != s.after {
+			t.Errorf("%s: after Update: want %d, got %d, %v", s.name, s.after, code, err)
+		}
+		o, err := b.Observe(ctx, s.d)
+		if err != nil || !o.Ready || !o.UpToDate {
+			t.Errorf("%s: Observe after Update: want Ready and up to date, got %+v, %v", s.name, o, err)
+		}
+	}
+	if code, _, err := proxyGet(ctx, ns, endpoint, good, allowed); err != nil || code != http.StatusProxyAuthRequired {
+		t.Errorf("the old password after the rotation: want 407, got %d, %v", code, err)
+	}
+	after, err := b.svc.DomainLookupByName(ctx, des.Name)
+	if err != nil || after.UUID != uuid {
+		t.Errorf("the domain was replaced: UUID %x, then %x (%v)", uuid, after.UUID, err)
+	}
+	if got := bootID(); got != boot {
+		t.Errorf("the guest rebooted: boot ID %s, then %s", boot, got)
+	}
+	// The counter writes its file once per second of log: a later request
+	// flushes the earlier ones.
+	var o Observation
+	for range 30 {
+		_, _, _ = proxyGet(ctx, ns, endpoint, fresh, allowed)
+		o, err = b.Observe(ctx, rotated)
+		if err == nil && o.Traffic != nil && o.Traffic.Allowed > 0 && o.Traffic.DeniedDestination > 0 && o.Traffic.DeniedAuth > 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if o.Traffic == nil || o.Traffic.Allowed == 0 || o.Traffic.DeniedDestination == 0 || o.Traffic.DeniedAuth == 0 {
+		t.Errorf("Observe: want traffic with allowed, denied destination and denied auth requests, got %+v, %v", o.Traffic, err)
+	}
+	t.Logf("traffic: %v", o.Traffic)
 }
 
 // guestRun runs a shell command in the guest through the guest agent, and

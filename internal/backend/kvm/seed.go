@@ -52,6 +52,9 @@ type seed struct {
 	NetworkConfig  []byte
 	ConfigChecksum string
 	Htpasswd       string
+	// Guest is guestVersion when the seed writes the guest files; "" with
+	// the user's own user-data.
+	Guest string
 }
 
 // userConfig returns the user's own user-data, or nil when d has none.
@@ -78,7 +81,7 @@ func (b *Backend) configChecksum(ctx context.Context, d Desired) (string, error)
 	}
 	// Rendered only when the parameters are new (squid.Sums): Observe
 	// asks on every poll.
-	sum, err := b.sums.Sum(backend.SquidConfig(d))
+	sum, err := b.sums.Sum(squidConfig(d))
 	if err != nil {
 		return "", backend.Permanent(errors.Wrap(err, errRender))
 	}
@@ -106,7 +109,7 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 		s.UserData, s.ConfigChecksum = ud, squid.Checksum(ud)
 		return s, nil
 	}
-	conf, err := squid.Render(backend.SquidConfig(d))
+	conf, err := squid.Render(squidConfig(d))
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errRender))
 	}
@@ -118,7 +121,7 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 	if err != nil {
 		return seed{}, backend.Permanent(errors.Wrap(err, errUserData))
 	}
-	s.ConfigChecksum, s.Htpasswd = squid.Checksum(conf), string(ht)
+	s.ConfigChecksum, s.Htpasswd, s.Guest = squid.Checksum(conf), string(ht), guestVersion
 	return s, nil
 }
 

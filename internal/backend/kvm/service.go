@@ -39,6 +39,9 @@ type service interface {
 	DomainDestroy(ctx context.Context, dom golibvirt.Domain) error
 	DomainUndefineFlags(ctx context.Context, dom golibvirt.Domain, flags golibvirt.DomainUndefineFlagsValues) error
 	DomainInterfaceAddresses(ctx context.Context, dom golibvirt.Domain, source golibvirt.DomainInterfaceAddressesSource) ([]golibvirt.DomainInterface, error)
+	// DomainSetMetadata replaces the element of namespace ns in the
+	// domain's <metadata>, in the running domain and its definition.
+	DomainSetMetadata(ctx context.Context, dom golibvirt.Domain, element, prefix, ns string) error
 	ConnectListAllDomains(ctx context.Context) ([]golibvirt.Domain, error)
 
 	ConnectListAllStoragePools(ctx context.Context) ([]golibvirt.StoragePool, error)
@@ -97,6 +100,13 @@ func (r rpc) DomainUndefineFlags(ctx context.Context, dom golibvirt.Domain, flag
 func (r rpc) DomainInterfaceAddresses(ctx context.Context, dom golibvirt.Domain, source golibvirt.DomainInterfaceAddressesSource) ([]golibvirt.DomainInterface, error) {
 	return do(ctx, r.c, func(l *golibvirt.Libvirt) ([]golibvirt.DomainInterface, error) {
 		return l.DomainInterfaceAddresses(dom, uint32(source), 0)
+	})
+}
+
+func (r rpc) DomainSetMetadata(ctx context.Context, dom golibvirt.Domain, element, prefix, ns string) error {
+	return call(ctx, r.c, func(l *golibvirt.Libvirt) error {
+		return l.DomainSetMetadata(dom, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{element}, golibvirt.OptString{prefix}, golibvirt.OptString{ns},
+			golibvirt.DomainAffectLive|golibvirt.DomainAffectConfig)
 	})
 }
 

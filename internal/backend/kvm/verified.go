@@ -115,7 +115,7 @@ func (b *Backend) observeVerified(ctx context.Context, d Desired) (Observation, 
 		return Observation{}, false, nil
 	}
 	o := e.o
-	if err := b.reachable(ctx, &o, e.dom, d, e.o.Extra.MACAddress, sum); err != nil {
+	if err := b.reachable(ctx, &o, e.dom, d, e.o.Extra.MACAddress, e.o.ConfigChecksum); err != nil {
 		return Observation{}, true, err
 	}
 	return o, true, nil

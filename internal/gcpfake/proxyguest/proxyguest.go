@@ -1,19 +1,26 @@
 // Package proxyguest stands in for the guest of every egress proxy VM in a
 // GCE fake. The fake runs no VM, so without it no GCPProxy becomes Ready:
 // while an instance runs and lets its guest write guest attributes, Run
-// reports that squid serves the configuration its metadata names, as the
-// startup-script's reporter does on GCE (see internal/backend/gcp/guest.go).
+// writes what the startup-script's reporter and metadata watcher write on
+// GCE (see internal/backend/gcp/guest.go and startup.go): that squid serves
+// the configuration its metadata names, that the watcher applied it (so a
+// metadata change is "applied" at the next round, as the real watcher
+// applies it live), zero traffic counters, and a boot ID that changes only
+// when the VM starts again.
 package proxyguest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/google/uuid"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 // DefaultEvery is how often Run reports: a new VM is Ready about a second
@@ -47,8 +54,22 @@ func ReportAll(s *gcpfake.Server, now time.Time) {
 			continue
 		}
 		// The instance may be gone by now; the next round sees that.
-		_ = s.SetGuestAttribute(project, zone, inst.GetName(), gcp.GuestAttributePath, gcp.GuestReport(gcp.GuestServing, sum, now, ""))
+		for _, a := range []struct{ path, value string }{
+			{gcp.GuestTrafficPath, squid.Traffic{}.String()},
+			{gcp.GuestBootIDPath, bootID(inst)},
+			{gcp.GuestApplyPath, gcp.GuestReport(gcp.GuestApplied, gcp.AppliedConfig(sum, metadata(inst, gcp.MetadataHtpasswd)), now, "")},
+			{gcp.GuestAttributePath, gcp.GuestReport(gcp.GuestServing, sum, now, "")},
+		} {
+			_ = s.SetGuestAttribute(project, zone, inst.GetName(), a.path, a.value)
+		}
 	}
+}
+
+// bootID is the same for one run of an instance: a new instance, or a
+// start after a stop, has a new one.
+func bootID(inst *computepb.Instance) string {
+	ns := uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://egressproxy.io/gcp-fake/boot-id"))
+	return uuid.NewSHA1(ns, []byte(strconv.FormatUint(inst.GetId(), 10)+"/"+inst.GetLastStartTimestamp())).String()
 }
 
 func metadata(inst *computepb.Instance, key string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 )
 
 func TestReportAll(t *testing.T) {
@@ -48,6 +49,17 @@ func TestReportAll(t *testing.T) {
 	ReportAll(s, now)
 	if v, _ := s.GuestAttribute("p", "us-central1-a", "proxy", gcp.GuestAttributePath); v != gcp.GuestReport(gcp.GuestServing, "abc", now, "") {
 		t.Errorf("the proxy's simulated guest reported %q", v)
+	}
+	if v, _ := s.GuestAttribute("p", "us-central1-a", "proxy", gcp.GuestApplyPath); v != gcp.GuestReport(gcp.GuestApplied, gcp.AppliedConfig("abc", ""), now, "") {
+		t.Errorf("the proxy's simulated watcher reported %q", v)
+	}
+	if v, _ := s.GuestAttribute("p", "us-central1-a", "proxy", gcp.GuestTrafficPath); v != (squid.Traffic{}).String() {
+		t.Errorf("the proxy's simulated counters are %q", v)
+	}
+	id, _ := s.GuestAttribute("p", "us-central1-a", "proxy", gcp.GuestBootIDPath)
+	ReportAll(s, now.Add(time.Second))
+	if again, _ := s.GuestAttribute("p", "us-central1-a", "proxy", gcp.GuestBootIDPath); id == "" || again != id {
+		t.Errorf("boot IDs %q then %q: want one, the same while the VM runs", id, again)
 	}
 	if v, ok := s.GuestAttribute("p", "us-central1-a", "other", gcp.GuestAttributePath); ok {
 		t.Errorf("a VM without a proxy configuration got a report: %q", v)
