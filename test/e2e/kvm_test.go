@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -158,7 +159,7 @@ func guestCatOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string) (stri
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return "", fmt.Errorf("did not finish")
+	return "", errors.New("did not finish")
 }
 
 func dialLibvirt(g Gomega) *golibvirt.Libvirt {
