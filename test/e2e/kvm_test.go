@@ -11,6 +11,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -102,7 +104,22 @@ func kvmInstance(_ context.Context, g Gomega, mr *unstructured.Unstructured) ins
 var createdAtRE = regexp.MustCompile(`<(?:[a-z]+:)?createdAt>([^<]+)</`)
 
 // guestCat returns a guest file's content, read through the guest agent.
+// An agent that misses a call on a loaded machine is asked again: the
+// instance watch calls this twice a second.
 func guestCat(g Gomega, l *golibvirt.Libvirt, dom golibvirt.Domain, path string) string {
+	var out string
+	var err error
+	for range 3 {
+		if out, err = guestCatOnce(l, dom, path); err == nil {
+			return out
+		}
+		time.Sleep(time.Second)
+	}
+	g.Expect(err).NotTo(HaveOccurred(), "cat %s in the guest", path)
+	return ""
+}
+
+func guestCatOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string) (string, error) {
 	type reply struct {
 		Return struct {
 			PID      int    `json:"pid"`
@@ -111,29 +128,40 @@ func guestCat(g Gomega, l *golibvirt.Libvirt, dom golibvirt.Domain, path string)
 			OutData  string `json:"out-data"`
 		} `json:"return"`
 	}
-	call := func(cmd any) reply {
-		b, err := json.Marshal(cmd)
-		g.Expect(err).NotTo(HaveOccurred())
-		out, err := l.QEMUDomainAgentCommand(dom, string(b), 5, 0)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(out).To(HaveLen(1))
+	call := func(cmd any) (reply, error) {
 		var r reply
-		g.Expect(json.Unmarshal([]byte(out[0]), &r)).To(Succeed())
-		return r
+		b, err := json.Marshal(cmd)
+		if err != nil {
+			return r, err
+		}
+		out, err := l.QEMUDomainAgentCommand(dom, string(b), 5, 0)
+		if err != nil {
+			return r, err
+		}
+		if len(out) != 1 {
+			return r, fmt.Errorf("the agent answered %d results", len(out))
+		}
+		return r, json.Unmarshal([]byte(out[0]), &r)
 	}
-	start := call(map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/cat", "arg": []string{path}, "capture-output": true}})
+	start, err := call(map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/cat", "arg": []string{path}, "capture-output": true}})
+	if err != nil {
+		return "", err
+	}
 	for range 50 {
-		st := call(map[string]any{"execute": "guest-exec-status", "arguments": map[string]any{"pid": start.Return.PID}})
+		st, err := call(map[string]any{"execute": "guest-exec-status", "arguments": map[string]any{"pid": start.Return.PID}})
+		if err != nil {
+			return "", err
+		}
 		if st.Return.Exited {
-			g.Expect(st.Return.ExitCode).To(BeZero(), "cat %s in the guest", path)
+			if st.Return.ExitCode != 0 {
+				return "", fmt.Errorf("exit code %d", st.Return.ExitCode)
+			}
 			out, err := base64.StdEncoding.DecodeString(st.Return.OutData)
-			g.Expect(err).NotTo(HaveOccurred())
-			return strings.TrimSpace(string(out))
+			return strings.TrimSpace(string(out)), err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	g.Expect(false).To(BeTrue(), "cat %s in the guest did not finish", path)
-	return ""
+	return "", errors.New("did not finish")
 }
 
 func dialLibvirt(g Gomega) *golibvirt.Libvirt {

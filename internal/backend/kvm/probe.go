@@ -40,8 +40,11 @@ const (
 
 	// agentTimeout is how long libvirt waits for the agent, in seconds.
 	agentTimeout = 5
-	probePolls   = 10
-	probeEvery   = 300 * time.Millisecond
+	// The probe gets about 10 s: a guest under TCG on a loaded host, just
+	// after a live change, took more than 3 s, and an unfinished probe
+	// reports the proxy not Ready.
+	probePolls = 33
+	probeEvery = 300 * time.Millisecond
 )
 
 // probeScript runs as bash -c in the guest with the port and the expected
