@@ -50,7 +50,7 @@ func main() {
 		syncInterval     = app.Flag("sync", "How often all resources are checked for drift from the desired state.").Short('s').Default("1h").Duration()
 		pollInterval     = app.Flag("poll", "How often each resource is checked for drift from the desired state.").Default("1m").Duration()
 		pollWatched      = app.Flag("poll-watched", "How often resources whose backend watches its instances are checked for drift; changes in between arrive through the watch. 0: --poll.").Default("10m").Duration()
-		trafficInterval  = app.Flag("traffic-interval", "The longest a watched resource (kubernetes) goes without a poll, so its traffic metrics stay this fresh: a watch reports no traffic. 0: --poll-watched alone.").Default("1m").Duration()
+		trafficInterval  = app.Flag("traffic-interval", "The longest a watched resource goes without a poll, so its traffic metrics stay this fresh: a watch reports no traffic. 0: --poll-watched alone.").Default("1m").Duration()
 		pollJitter       = app.Flag("poll-jitter", "Moves each poll up to this much earlier or later, at most a tenth of the poll interval.").Default("1m").Duration()
 		pollStateMetric  = app.Flag("poll-state-metric", "How often the state metrics are recorded.").Default("5s").Duration()
 		maxReconcileRate = app.Flag("max-reconcile-rate", "The most reconciles per second, and the concurrent reconciles of each managed resource controller (config controllers keep at most 5).").Default("10").Int()
