@@ -136,10 +136,13 @@ func (r *backendRun) noOutage(ctx context.Context, what string, user *url.Userin
 		since   = map[string]time.Time{}
 		pingErr []string
 	)
-	done := make(chan struct{})
-	// The tunnel is used all along, as an application's would be.
+	done, stopped := make(chan struct{}), make(chan struct{})
+	// The tunnel is used all along, as an application's would be. One
+	// request at a time: a tunnel is one connection, so the final Ping
+	// below waits for this loop to end.
 	go func() {
 		defer GinkgoRecover()
+		defer close(stopped)
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
 		for {
@@ -191,6 +194,7 @@ func (r *backendRun) noOutage(ctx context.Context, what string, user *url.Userin
 	change(ctx)
 	records := <-recs
 	close(done)
+	<-stopped
 
 	var last time.Time
 	for p := range o.enforced {
