@@ -17,7 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,10 +29,12 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
-// brokenNamespace is where the broken kubernetes Composition puts proxies:
-// a namespace the ClusterProviderConfig does not allow (and that does not
-// exist in the target cluster): the provider refuses it before any call.
-const brokenNamespace = "no-such-namespace"
+// brokenKubernetesConfig names the ClusterProviderConfig (and its Secret)
+// the broken kubernetes Composition uses: it allows ProxyNamespace, so the
+// composition function composes the claim, but its kubeconfig carries a
+// token the target cluster does not know, so the provider's calls fail: a
+// failure only the backend sees.
+const brokenKubernetesConfig = "kubernetes-e2e-broken"
 
 var _ = registerHealth(healthCase{backend: cluster.BackendKubernetes, group: "kubernetes.m.egressproxy.io", broken: brokenKubernetesConfigs})
 
@@ -52,10 +57,10 @@ var _ = describeBackend(backendCase{
 	},
 	instance: kubernetesInstance,
 	failure: failureCase{
-		what:    "its target namespace is not allowed by the ProviderConfig",
+		what:    "the target cluster refuses its ProviderConfig's token",
 		setup:   applyBrokenKubernetesComposition,
 		cleanup: deleteBrokenKubernetesComposition,
-		message: And(ContainSubstring(brokenNamespace), ContainSubstring("spec.allowedNamespaces")),
+		message: ContainSubstring("the target cluster rejected the provider config's credentials"),
 	},
 })
 
@@ -95,9 +100,9 @@ func kubernetesInstance(ctx context.Context, g Gomega, mr *unstructured.Unstruct
 	return instanceIdentity{ID: string(dep.UID), CreatedAt: dep.CreationTimestamp.UTC().String()}
 }
 
-// brokenKubernetesComposition is the shipped kubernetes Composition with a
-// target namespace that does not exist. It has no backend label, so only a
-// claim that selects labelE2E gets it.
+// brokenKubernetesComposition is the shipped kubernetes Composition with
+// brokenKubernetesConfig as its provider config. It has no backend label, so
+// only a claim that selects labelE2E gets it.
 const brokenKubernetesComposition = `
 apiVersion: apiextensions.crossplane.io/v1
 kind: Composition
@@ -120,17 +125,64 @@ spec:
       backend: kubernetes
       providerConfigRef:
         kind: ClusterProviderConfig
-        name: default
+        name: ` + brokenKubernetesConfig + `
       kubernetes:
-        namespace: ` + brokenNamespace + `
+        namespace: ` + cluster.ProxyNamespace + `
 `
 
+// brokenKubernetesSecret returns the Secret of brokenKubernetesConfig: this
+// control plane's kubeconfig, with a token the cluster does not know unless
+// good.
+func brokenKubernetesSecret(ctx context.Context, good bool) *corev1.Secret {
+	s := &corev1.Secret{}
+	Expect(env.c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.CrossplaneNamespace, Name: cluster.KubeconfigSecret}, s)).To(Succeed())
+	kc := s.Data["kubeconfig"]
+	if !good {
+		c, err := clientcmd.Load(kc)
+		Expect(err).NotTo(HaveOccurred())
+		for name := range c.AuthInfos {
+			c.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "not-a-token-of-this-cluster"}
+		}
+		kc, err = clientcmd.Write(*c)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.CrossplaneNamespace, Name: brokenKubernetesConfig},
+		Data:       map[string][]byte{"kubeconfig": kc},
+	}
+}
+
+// applyBrokenKubernetesComposition creates brokenKubernetesConfig, its
+// Secret with the unknown token, and the Composition that uses it. The
+// config and the Secret go only once the failing claim is gone (its managed
+// resource needs them to be deleted), so their deletion is deferred here,
+// before the spec defers the claim's.
 func applyBrokenKubernetesComposition(ctx context.Context) map[string]string {
+	pc := cluster.KubernetesProviderConfig("ClusterProviderConfig", "", brokenKubernetesConfig, cluster.CrossplaneNamespace)
+	Expect(unstructured.SetNestedField(pc.Object, brokenKubernetesConfig, "spec", "credentials", "secretRef", "name")).To(Succeed())
+	s := brokenKubernetesSecret(ctx, false)
+	Expect(env.c.Client.Create(ctx, s)).To(Succeed(), "Secret of the broken config")
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, s))).To(Succeed())
+	})
+	Expect(env.c.Client.Create(ctx, pc)).To(Succeed(), "broken config")
+	DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, pc) })
 	Expect(env.c.ApplyYAML(ctx, "broken composition", []byte(brokenKubernetesComposition))).To(Succeed())
 	return map[string]string{labelE2E: "kubernetes-broken"}
 }
 
+// deleteBrokenKubernetesComposition deletes the Composition and gives the
+// broken config's Secret this cluster's own kubeconfig, so that the failing
+// claim's managed resource can be deleted: the provider must observe it to
+// delete it.
 func deleteBrokenKubernetesComposition(ctx context.Context) {
+	s := &corev1.Secret{}
+	err := env.c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.CrossplaneNamespace, Name: brokenKubernetesConfig}, s)
+	if err == nil {
+		s.Data = brokenKubernetesSecret(ctx, true).Data
+		err = env.c.Client.Update(ctx, s)
+	}
+	Expect(client.IgnoreNotFound(err)).To(Succeed(), "healing the broken config's Secret")
 	objs, err := cluster.Decode("broken composition", []byte(brokenKubernetesComposition))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())

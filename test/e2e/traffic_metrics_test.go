@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -59,7 +60,7 @@ func (r *backendRun) countsTraffic(ctx SpecContext) {
 	labels := map[string]string{"backend": string(r.bc.backend), "namespace": mr.GetNamespace(), "name": mr.GetName()}
 
 	// The counts of the earlier specs' requests must be in "before".
-	before := freshCounts(ctx, labels, time.Now())
+	before := settledCounts(ctx, labels, time.Now())
 	const allowed, deniedDest, noCreds, outside = 7, 5, 3, 2
 	c := r.client(ctx, Default)
 	send := func(n int, what string, want int, fn func() (traffic.Result, error)) {
@@ -77,11 +78,13 @@ func (r *backendRun) countsTraffic(ctx SpecContext) {
 	send(outside, "GET from outside allowedClientCIDRs", http.StatusForbidden, func() (traffic.Result, error) {
 		return c.From(traffic.OutsideClient).Get(ctx, allowedURL)
 	})
+	done := time.Now()
 	want := trafficCounts{"allowed/": allowed, "denied/destination": deniedDest, "denied/auth": noCreds, "denied/client": outside}
 	var got trafficCounts
 	timed(string(r.bc.backend)+": requests sent -> counted in the provider's metrics", func() {
 		Eventually(ctx, func(g Gomega) {
 			after, at := scrapeCounts(ctx, g, labels)
+			g.Expect(at).To(BeTemporally(">=", done), "the provider's last read of the proxy's traffic, after the last request")
 			got = trafficCounts{}
 			for k, v := range after {
 				if d := v - before[k]; d != 0 {
@@ -99,17 +102,27 @@ func (r *backendRun) countsTraffic(ctx SpecContext) {
 	}
 }
 
-// freshCounts waits until the provider has read the proxy's counts after
-// since (plus countsLag, for the counts the pods print) and returns them.
-func freshCounts(ctx context.Context, labels map[string]string, since time.Time) trafficCounts {
+// settledCounts waits until the provider has read the proxy's counts after
+// since (plus countsLag, for the counts the pods print), and then read the
+// same counts again on a later read, and returns them. A read after since
+// may still miss earlier requests: a GCE guest counts squid's access log
+// from its journal and writes the counts with its state report (every
+// GuestReportInterval), the time the provider reports for them, and the
+// provider reads them on its poll. Counts that stayed the same from one
+// read to the next hold every request sent before.
+func settledCounts(ctx context.Context, labels map[string]string, since time.Time) trafficCounts {
 	GinkgoHelper()
-	var out trafficCounts
+	var first trafficCounts
+	var firstAt time.Time
 	Eventually(ctx, func(g Gomega) {
-		var at time.Time
-		out, at = scrapeCounts(ctx, g, labels)
+		counts, at := scrapeCounts(ctx, g, labels)
 		g.Expect(at).To(BeTemporally(">=", since.Add(countsLag)), "the provider's last read of the proxy's traffic")
+		if first == nil || !maps.Equal(first, counts) {
+			first, firstAt = counts, at
+		}
+		g.Expect(at).To(BeTemporally(">", firstAt), "a later read of the proxy's traffic with the same counts %v", first)
 	}).WithTimeout(metricsTimeout).WithPolling(5 * time.Second).Should(Succeed())
-	return out
+	return first
 }
 
 // metricLine is one sample of the Prometheus text format.
