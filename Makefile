@@ -8,7 +8,7 @@ GOOS      ?= $(shell $(GO) env GOOS)
 GOARCH    ?= $(shell $(GO) env GOARCH)
 OUTPUT    := _output
 LDFLAGS   := -s -w -X github.com/egressproxy/provider-egressproxy/internal/version.Version=$(VERSION)
-TEST_TIMEOUT ?= 30m
+TEST_TIMEOUT ?= 40m
 # A count, not a duration: a duration races Go's fuzz coordinator at its
 # deadline and fails with "context deadline exceeded" without an input
 # (golang/go#75804, fixed in Go 1.27; seen here on go1.26.8 under load).
@@ -56,7 +56,7 @@ unit-test: ## Run the Go tests, with whatever components are installed.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 e2e: ## Run only the end-to-end suite on a local Crossplane, with phase timings.
-	$(GO) test -v -timeout 30m ./test/e2e/
+	$(GO) test -v -timeout 40m ./test/e2e/
 
 fuzz: ## Fuzz the squid renderer for a short, bounded time.
 	$(GO) test -run='^$$' -fuzz=FuzzRender -fuzztime=$(FUZZTIME) ./internal/squid/

@@ -38,9 +38,10 @@ import (
 // that is shorter: Ginkgo then stops it and still runs the cleanup that
 // stops every process, where a go test timeout would kill the binary
 // without cleanup. Real KVM guests boot under TCG (three boots of one
-// claim, then a claim per backend at once for the upgrade), so run it with -timeout 30m
-// (make e2e).
-const suiteBudget = 28 * time.Minute
+// claim, then a claim per backend at once for the upgrade), and each backend
+// also counts traffic and applies changes under load, so run it with
+// -timeout 40m (make e2e).
+const suiteBudget = 37 * time.Minute
 
 // env is what every spec shares: the control plane and what runs on it.
 // Specs run in order in one process, so a package-level value is safe here.
