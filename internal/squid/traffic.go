@@ -93,6 +93,10 @@ func ParseTraffic(line string) (Traffic, bool) {
 // clientCIDRs cannot hide requests behind it: it never comes from loopback.
 const ProbeURL = "http://127.0.0.1:1/"
 
+// AWKLineByLine is the shell words to put after awk, so that mawk (Debian's
+// awk) reads its input line by line; other awks get none.
+const AWKLineByLine = `$(case $(awk -W version 2>/dev/null) in (mawk*) echo "-W interactive" ;; esac)`
+
 // TrafficAWK is an awk program (POSIX awk, mawk 1.3.4 included; no single
 // quote inside, so it can be passed in a shell's single quotes) that reads
 // squid's access log (the LogFormat lines, with or without a syslog prefix)
@@ -105,12 +109,26 @@ const ProbeURL = "http://127.0.0.1:1/"
 // init optionally names a file with an earlier Traffic line to count on
 // from (it may be out itself), so counts survive a reboot.
 //
+// With -v journal=1 it reads the lines of journalctl --output=json instead
+// (each entry one JSON line, its MESSAGE squid's line) and adds the cursor of
+// the last entry it read to the line it writes (" cursor=..."; ParseTraffic
+// ignores it), so counts and position are saved together: whoever starts it
+// again passes that cursor to journalctl --after-cursor, and a restart
+// neither counts a line twice nor loses one. An entry whose sequence number
+// is not after the last one read is skipped: the journal can show one twice
+// across a file rotation. A message that is not text (journald writes such
+// a MESSAGE as an array of bytes) is not counted.
+//
+// Run it with AWKLineByLine when its input is a pipe: mawk reads a pipe in
+// blocks, so the counts would lag the log by up to a block.
+//
 // It writes out at start, then after a line whose log time (the second in
-// its "time" field) differs from the one of the last write, and at the end
-// of its input. So it forks at most one mv per second of log, and the file
-// lags the log by at most the gap to the next line of a later second; the
-// health probes, which squid also logs, bound that gap. The write is a
-// rename, so a reader never sees half a line.
+// its "time" field) differs from the one of the last write or that is a
+// health probe's, and at the end of its input. So it forks about one mv per
+// second of log, and the file lags the log by at most the gap to the next
+// line of a later second or the next probe: a reader that probes squid and
+// then reads the file sees every request logged before its previous probe.
+// The write is a rename, so a reader never sees half a line.
 //
 // Classification, which relies on the order of the http_access rules that
 // Render writes (clients first, then credentials, then everything else):
@@ -141,18 +159,66 @@ function load(f,   l, n, i, kv, a) {
 	if (a[1] != "egressproxy-traffic")
 		return
 	for (i = 2; i <= n; i++)
-		if (split(a[i], kv, "=") == 2 && (kv[1] in c))
+		if (index(a[i], "cursor=") == 1)
+			position(substr(a[i], 8))
+		else if (split(a[i], kv, "=") == 2 && (kv[1] in c))
 			c[kv[1]] = kv[2] + 0
 }
 function save(   i, l, tmp) {
 	l = "egressproxy-traffic"
 	for (i = 1; i <= nk; i++)
 		l = l sprintf(" %s=%.0f", k[i], c[k[i]])
+	if (cursor != "")
+		l = l " cursor=" cursor
 	tmp = out ".tmp"
 	print l > tmp
 	close(tmp)
 	system("mv -f " q tmp q " " q out q)
 	dirty = 0
+}
+function hex(h,   i, n) {
+	n = 0
+	h = tolower(h)
+	for (i = 1; i <= length(h); i++)
+		n = n * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+	return n
+}
+# position takes a journal cursor ("s=ID;i=SEQNUM;b=...") as the last entry
+# counted; it is false for an entry at or before the last one counted.
+function position(cur,   p, n, id, seq) {
+	n = split(cur, p, ";")
+	if (n < 2 || index(p[1], "s=") != 1 || index(p[2], "i=") != 1)
+		return 0
+	id = substr(p[1], 3)
+	seq = hex(substr(p[2], 3))
+	if (id == seqid && seq <= seqnum)
+		return 0
+	seqid = id
+	seqnum = seq
+	cursor = cur
+	return 1
+}
+# entry turns a line of journalctl --output=json into its MESSAGE. It is
+# false for an entry seen before (the journal can show one twice across a
+# file rotation) and for a message that is not text.
+function entry(   i, m) {
+	i = index($0, "\"__CURSOR\":\"")
+	if (i == 0)
+		return 0
+	m = substr($0, i + 12)
+	if (!position(substr(m, 1, index(m, "\"") - 1)))
+		return 0
+	i = index($0, "\"MESSAGE\":\"")
+	if (i == 0)
+		return 0
+	m = substr($0, i + 11)
+	gsub(/\\\\/, "\001", m)
+	gsub(/\\"/, "\002", m)
+	m = substr(m, 1, index(m, "\"") - 1)
+	gsub(/\002/, "\"", m)
+	gsub(/\001/, "\\\\", m)
+	$0 = m
+	return 1
 }
 function field(name,   i) {
 	i = index($0, ",\"" name "\":")
@@ -169,6 +235,9 @@ BEGIN {
 	if (out != "")
 		save()
 	last = ""
+}
+journal && !entry() {
+	next
 }
 {
 	i = index($0, "\"time\":\"")
@@ -198,7 +267,7 @@ BEGIN {
 				c["denied_destination"]++
 		}
 	}
-	if (dirty && t != last && out != "") {
+	if (dirty && (t != last || probe) && out != "") {
 		save()
 		last = t
 	}
