@@ -39,7 +39,7 @@ const (
 	TrafficPath = "/var/lib/egressproxy/traffic"
 
 	trafficAWKPath     = "/usr/local/lib/egressproxy/traffic.awk"
-	trafficCursorPath  = "/var/lib/egressproxy/cursor"
+	trafficScriptPath  = "/usr/local/lib/egressproxy/traffic.sh"
 	TrafficUnit        = "egressproxy-traffic.service"
 	trafficUnitPath    = "/etc/systemd/system/" + TrafficUnit
 	squidJournalDropIn = "/etc/systemd/system/squid.service.d/egressproxy-journal.conf"
@@ -70,6 +70,7 @@ func GuestFiles() []File {
 	return []File{
 		{Path: ApplyScriptPath, Owner: "root:root", Permissions: "0755", Content: applyScript(guestPaths)},
 		{Path: trafficAWKPath, Owner: "root:root", Permissions: "0644", Content: squid.TrafficAWK},
+		{Path: trafficScriptPath, Owner: "root:root", Permissions: "0755", Content: trafficScript(TrafficPath, trafficAWKPath)},
 		{Path: trafficUnitPath, Owner: "root:root", Permissions: "0644", Content: trafficUnit},
 		{Path: squidJournalDropIn, Owner: "root:root", Permissions: "0644", Content: squidJournal},
 	}
@@ -238,19 +239,36 @@ squid -k reconfigure -f "$conf" >/dev/null 2>&1 && serving "$before" || start_sq
 fail "squid did not listen on port $port within 10 s of the reconfigure; the previous configuration is back"
 `
 
-// trafficUnit counts squid's access log from the journal (local4, see
-// AccessLogSyslog). The cursor and the counts both live in
-// /var/lib/egressproxy, so a restart or a reboot neither loses counts nor
-// counts a line twice; the first start reads the whole journal, which
-// holds only this VM's squid. awk's copy of each line goes nowhere: the
-// journal has it already.
+// trafficScript counts squid's access log from the journal (local4, see
+// AccessLogSyslog) with squid.TrafficAWK. The counts and the cursor of the
+// last entry they include share one line of TrafficPath, written at once,
+// so a restart or a reboot goes on from there: it neither loses counts nor
+// counts a line twice (journalctl's own --cursor-file is written only when
+// it exits, which a follower killed by systemd never does). The first start
+// reads the whole journal, which holds only this VM's squid. awk's copy of
+// each line goes nowhere: the journal has it already.
+func trafficScript(state, awkPath string) string {
+	return fmt.Sprintf(`#!/bin/sh
+# Written by provider-egressproxy: counts the requests squid served.
+state=%[1]s
+cursor=$(sed -n 's/.* cursor=\([^ ]*\).*/\1/p' "$state" 2>/dev/null | head -n 1)
+case $cursor in s=*\;i=*) ;; *) cursor= ;; esac
+set -- --follow --no-tail --all --output=json --output-fields=MESSAGE SYSLOG_FACILITY=%[2]d
+[ -z "$cursor" ] || set -- "$@" "--after-cursor=$cursor"
+# Each entry goes down the pipe as it comes (journalctl writes to stdout).
+if command -v stdbuf >/dev/null; then set -- stdbuf -oL journalctl "$@"; else set -- journalctl "$@"; fi
+"$@" | exec awk %[3]s -v journal=1 -v out="$state" -v init="$state" -f %[4]s
+`, state, syslogFacilityLocal4, squid.AWKLineByLine, awkPath)
+}
+
+// trafficUnit runs trafficScript.
 var trafficUnit = fmt.Sprintf(`# Written by provider-egressproxy.
 [Unit]
 Description=Count the requests squid served, from its access log in the journal
 After=systemd-journald.service squid.service
 
 [Service]
-ExecStart=/bin/sh -c 'exec journalctl --follow --no-tail --output=cat SYSLOG_FACILITY=%d --cursor-file=%s | exec awk -v out=%s -v init=%s -f %s'
+ExecStart=/bin/sh %s
 StandardOutput=null
 Restart=always
 RestartSec=2
@@ -259,7 +277,7 @@ Nice=10
 
 [Install]
 WantedBy=multi-user.target
-`, syslogFacilityLocal4, trafficCursorPath, TrafficPath, TrafficPath, trafficAWKPath)
+`, trafficScriptPath)
 
 // squidJournal lifts journald's per-unit rate limit for squid: every
 // access log line must reach the traffic counter.

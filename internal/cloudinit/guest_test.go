@@ -39,7 +39,7 @@ func TestGuestFiles(t *testing.T) {
 			t.Errorf("GuestFiles(): %s has a formatting error:\n%s", f.Path, f.Content)
 		}
 	}
-	want := []string{ApplyScriptPath, trafficAWKPath, trafficUnitPath, squidJournalDropIn}
+	want := []string{ApplyScriptPath, trafficAWKPath, trafficScriptPath, trafficUnitPath, squidJournalDropIn}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, sortedKeys(seen)); diff != "" {
 		t.Errorf("GuestFiles(): -want paths, +got:\n%s", diff)
@@ -375,4 +375,68 @@ func TestApplyScriptWithSquid(t *testing.T) {
 
 func cmpEmpty() cmp.Option {
 	return cmp.FilterValues(func(a, b map[string]string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
+}
+
+// TestTrafficScript runs the guest's traffic counter with a journalctl that
+// prints two entries: the counts and the last entry's cursor land in the
+// state file together, and the next start asks journalctl for what comes
+// after that cursor, so a restart counts nothing twice.
+func TestTrafficScript(t *testing.T) {
+	testenv.LookPath(t, "mawk", "Debian package mawk")
+	dir := t.TempDir()
+	state, awk, args := filepath.Join(dir, "traffic"), filepath.Join(dir, "traffic.awk"), filepath.Join(dir, "args")
+	entry := func(seq int, status int) string {
+		return fmt.Sprintf(`{"__CURSOR":"s=abc;i=%x;b=1;m=2;t=3;x=4","MESSAGE":"{\"time\":\"2026-12-07T10:00:0%dZ\",\"client\":\"10.0.0.1\",\"user\":\"a\",\"url\":\"http://x/\",\"status\":%d,\"bytes_sent\":1,\"bytes_received\":2,\"result\":\"TCP_MISS\",\"server\":\"-\"}"}`, seq, seq%10, status)
+	}
+	journal := filepath.Join(dir, "journal")
+	fake := "#!/bin/sh\necho \"$*\" >>" + args + "\ncat " + journal + "\n"
+	for name, content := range map[string]string{"journalctl": fake, "traffic.awk": squid.TrafficAWK} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil { //nolint:gosec // The test's own files.
+			t.Fatal(err)
+		}
+	}
+	run := func(entries ...string) {
+		t.Helper()
+		if err := os.WriteFile(journal, []byte(strings.Join(entries, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", trafficScript(state, awk)) //nolint:gosec,noctx // The test's own script.
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("traffic.sh: %v\n%s", err, out)
+		}
+	}
+	run(entry(1, 200), entry(2, 200))
+	// The second start gets the second entry again, as a journalctl that
+	// seeks near a cursor might, and a new one.
+	run(entry(2, 200), entry(0x13, 200))
+	b, err := os.ReadFile(state) //nolint:gosec // The test's own file.
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := squid.ParseTraffic(string(b))
+	if want := (squid.Traffic{Allowed: 3, BytesToClients: 3, BytesFromClients: 6}); !ok || got != want {
+		t.Errorf("state after two starts: want %v, got %q", want, b)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(string(b)), " cursor=s=abc;i=13;b=1;m=2;t=3;x=4") {
+		t.Errorf("state after two starts: want the last entry's cursor at its end, got %q", b)
+	}
+	a, err := os.ReadFile(args) //nolint:gosec // The test's own file.
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := splitNonEmpty(string(a))
+	if len(calls) != 2 || strings.Contains(calls[0], "--after-cursor") || !strings.HasSuffix(calls[1], " --after-cursor=s=abc;i=2;b=1;m=2;t=3;x=4") {
+		t.Errorf("journalctl's arguments: want no cursor on the first start and the second entry's on the next, got %q", calls)
+	}
+}
+
+func splitNonEmpty(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
