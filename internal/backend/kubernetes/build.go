@@ -317,7 +317,7 @@ func startScript() string {
 		"set -e",
 		"rm -f " + accessLog + " " + cacheLog,
 		"mkfifo -m 600 " + accessLog + " " + cacheLog,
-		"awk -v out=" + trafficFile + " '" + squid.TrafficAWK + "' <" + accessLog + " &",
+		"awk " + squid.AWKLineByLine + " -v out=" + trafficFile + " '" + squid.TrafficAWK + "' <" + accessLog + " &",
 		"cat " + cacheLog + " >&2 &",
 		"exec " + squidBinary + " -N -f " + squidConfPath,
 	}, "\n")

@@ -348,8 +348,8 @@ func TestBuildHandover(t *testing.T) {
 	if grace, life := time.Duration(ptr.Deref(s.TerminationGracePeriodSeconds, 0))*time.Second, shutdownLifetime+preStopSleep*time.Second; grace <= life {
 		t.Errorf("the grace period %s must exceed the pre-stop pause and squid's shutdown_lifetime (%s)", grace, life)
 	}
-	if !strings.Contains(c.Command[2], "awk -v out="+trafficFile+" '") {
-		t.Errorf("the access log must go through the traffic counter, got %q", c.Command[2])
+	if !strings.Contains(c.Command[2], "awk "+squid.AWKLineByLine+" -v out="+trafficFile+" '") {
+		t.Errorf("the access log must go through the traffic counter, read line by line, got %q", c.Command[2])
 	}
 	if tc := s.Containers[1]; !strings.Contains(tc.Command[2], "cat "+trafficFile) || tc.Image != c.Image {
 		t.Errorf("the traffic container must print %s with the squid image, got %q (%s)", trafficFile, tc.Command, tc.Image)
