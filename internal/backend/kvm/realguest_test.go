@@ -27,6 +27,8 @@ import (
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
+	"github.com/egressproxy/provider-egressproxy/internal/cloudinit"
+	"github.com/egressproxy/provider-egressproxy/internal/squid"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/libvirtd"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
@@ -154,14 +156,15 @@ func TestRealGuestServesTraffic(t *testing.T) {
 	guestRun(ctx, t, b, des.Name, "systemctl start squid")
 	waitObserved(ctx, t, b, des, true, time.Now().Add(time.Minute))
 
-	liveChanges(ctx, t, b, des, ns, o.Endpoint, allowed)
+	rotated := liveChanges(ctx, t, b, des, ns, o.Endpoint, allowed)
+	countsExactly(ctx, t, b, rotated, ns, o.Endpoint, allowed)
 }
 
 // liveChanges applies an allowlist change and a password rotation to the
 // running guest while a client sends requests through the proxy: every
 // answer is the old rule's or the new one's, never a refused connection or
 // a 5xx, and the VM (its UUID, its boot) stays the same.
-func liveChanges(ctx context.Context, t *testing.T, b *Backend, des Desired, ns, endpoint, allowed string) {
+func liveChanges(ctx context.Context, t *testing.T, b *Backend, des Desired, ns, endpoint, allowed string) Desired {
 	t.Helper()
 	dom, err := b.svc.DomainLookupByName(ctx, des.Name)
 	if err != nil {
@@ -260,6 +263,68 @@ func liveChanges(ctx context.Context, t *testing.T, b *Backend, des Desired, ns,
 		t.Errorf("Observe: want traffic with allowed, denied destination and denied auth requests, got %+v, %v", o.Traffic, err)
 	}
 	t.Logf("traffic: %v", o.Traffic)
+	return rotated
+}
+
+// countsExactly sends known requests and reads exactly their counts back,
+// then again after the journal rotates its files and after the counter is
+// restarted and killed: the journal is the counter's source, and neither a
+// rotation nor a restart may count a line twice or lose one.
+func countsExactly(ctx context.Context, t *testing.T, b *Backend, d Desired, ns, endpoint, allowed string) {
+	t.Helper()
+	user := url.UserPassword(d.Credentials.Username, d.Credentials.Password)
+	requests := func(x squid.Traffic) squid.Traffic {
+		return squid.Traffic{Allowed: x.Allowed, DeniedDestination: x.DeniedDestination, DeniedClient: x.DeniedClient, DeniedAuth: x.DeniedAuth}
+	}
+	// settled reads the counts until two reads 3 s apart agree: each
+	// Observe's probe is a later log line, which flushes the counter.
+	settled := func(what string) squid.Traffic {
+		t.Helper()
+		var last *squid.Traffic
+		for range 40 {
+			o, err := b.Observe(ctx, d)
+			if err == nil && o.Traffic != nil {
+				now := requests(*o.Traffic)
+				if last != nil && *last == now {
+					return now
+				}
+				last = &now
+			}
+			time.Sleep(3 * time.Second)
+		}
+		t.Fatalf("%s: the traffic counts did not settle: %+v", what, last)
+		return squid.Traffic{}
+	}
+	send := func(n int, target string, want int) {
+		t.Helper()
+		for range n {
+			if code, _, err := proxyGet(ctx, ns, endpoint, user, target); err != nil || code != want {
+				t.Fatalf("GET %s: want %d, got %d, %v", target, want, code, err)
+			}
+		}
+	}
+	want := settled("before")
+	send(3, allowed, http.StatusOK)
+	send(2, "http://192.0.2.10:1/", http.StatusForbidden)
+	want.Allowed += 3
+	want.DeniedDestination += 2
+	if got := settled("after 5 requests"); got != want {
+		t.Errorf("after 3 allowed and 2 refused requests: want %+v, got %+v", want, got)
+	}
+	for _, step := range []struct{ name, script string }{
+		{"a journal rotation", "journalctl --rotate"},
+		{"a restart of the counter", "systemctl restart " + cloudinit.TrafficUnit},
+		{"the counter killed", "systemctl kill -s KILL " + cloudinit.TrafficUnit + "; sleep 4"},
+	} {
+		guestRun(ctx, t, b, d.Name, step.script)
+		send(1, allowed, http.StatusOK)
+		want.Allowed++
+		if got := settled("after " + step.name); got != want {
+			out, _ := runInGuest(ctx, b, d.Name, "systemctl show -p NRestarts "+cloudinit.TrafficUnit+"; cat "+cloudinit.TrafficPath+"; journalctl -o short-unix --no-pager SYSLOG_FACILITY=20 | grep -v 127.0.0.1:1/ | tail -n 30; ls -la /run/log/journal/* /var/log/journal/*")
+			t.Errorf("after %s and 1 allowed request: want %+v, got %+v\n%s", step.name, want, got, out)
+		}
+	}
+	t.Logf("counts after 5 known requests, a journal rotation, a restart and a kill of the counter, each with 1 more request: %v", want)
 }
 
 // guestRun runs a shell command in the guest through the guest agent, and
