@@ -49,6 +49,10 @@ type backendCase struct {
 	// resource), what identifies the running instance: a live change
 	// must leave all of it unchanged. nil skips that check.
 	instance func(ctx context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity
+	// accessLog reads the proxy's recent access log lines where the
+	// platform finds them (the pods' logs, a VM's journal). nil skips the
+	// access log check.
+	accessLog func(ctx context.Context, g Gomega, mr *unstructured.Unstructured) string
 }
 
 // instanceIdentity is what must not change when a configuration is applied

@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ var _ = describeBackend(backendCase{
 	readyTimeout: gcpReadyTimeout,
 	traffic:      gcpTraffic,
 	instance:     gcpInstance,
+	accessLog:    gcpAccessLog,
 	failure: failureCase{
 		what: "the project's instance quota is exhausted",
 		setup: func(ctx context.Context) map[string]string {
@@ -69,6 +71,20 @@ func gcpInstance(ctx context.Context, g Gomega, mr *unstructured.Unstructured) i
 	ga, err := c.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{Project: f[0], Zone: f[1], Instance: f[2], VariableKey: proto.String(gcp.GuestBootIDPath)})
 	g.Expect(err).NotTo(HaveOccurred(), "the guest reports its boot ID")
 	return instanceIdentity{ID: strconv.FormatUint(inst.GetId(), 10), CreatedAt: inst.GetCreationTimestamp(), BootID: ga.GetVariableValue()}
+}
+
+// gcpAccessLog reads squid's access log from the journal of the instance's
+// guest, which the fake runs as domain gce-<name>-<id> of its own libvirtd,
+// through the guest agent (on GCE, the platform's log agent reads it).
+func gcpAccessLog(ctx context.Context, g Gomega, mr *unstructured.Unstructured) string {
+	g.Expect(env.c.GCE.Guests).NotTo(BeNil(), "the GCE fake runs no guests: %s", env.c.GCE.NoGuests)
+	id := str(mr, "status", "atProvider", "instanceID")
+	name := id[strings.LastIndex(id, "/")+1:]
+	l := dialLibvirt(g, env.c.GCE.Guests.Daemon.URI("qemu"))
+	defer l.Disconnect() //nolint:errcheck // Read only.
+	dom, err := l.DomainLookupByName(fmt.Sprintf("gce-%s-%s", name, gcpInstance(ctx, g, mr).ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	return guestRun(g, l, dom, "/bin/journalctl", vmAccessLogArgs...)
 }
 
 // gcpToken is a bearer token the fake accepts (it requires one, as GCE

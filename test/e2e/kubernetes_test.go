@@ -55,7 +55,8 @@ var _ = describeBackend(backendCase{
 		},
 		readyTimeout: readyTimeout,
 	},
-	instance: kubernetesInstance,
+	instance:  kubernetesInstance,
+	accessLog: kubernetesAccessLog,
 	failure: failureCase{
 		what:    "the target cluster refuses its ProviderConfig's token",
 		setup:   applyBrokenKubernetesComposition,

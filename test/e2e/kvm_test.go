@@ -41,6 +41,7 @@ var _ = describeBackend(backendCase{
 	// credentials change is applied to the running guest.
 	readyTimeout: kvmReadyTimeout,
 	instance:     kvmInstance,
+	accessLog:    kvmAccessLog,
 	traffic: &trafficCase{
 		unavailable: func() string {
 			if env.c.Libvirt == nil {
@@ -71,7 +72,7 @@ func kvmGone(_ context.Context, g Gomega, mr *unstructured.Unstructured) {
 	id := str(mr, "status", "atProvider", "instanceID")
 	g.Expect(id).NotTo(BeEmpty(), "the deleted managed resource had reported its instance ID")
 	name := id[strings.LastIndex(id, "/")+1:]
-	l := dialLibvirt(g)
+	l := dialLibvirt(g, env.c.Libvirt.URI)
 	defer l.Disconnect() //nolint:errcheck // Read only.
 	_, err := l.DomainLookupByName(name)
 	g.Expect(err).To(HaveOccurred(), "domain %s is left", name)
@@ -90,7 +91,7 @@ func kvmGone(_ context.Context, g Gomega, mr *unstructured.Unstructured) {
 func kvmInstance(_ context.Context, g Gomega, mr *unstructured.Unstructured) instanceIdentity {
 	id := str(mr, "status", "atProvider", "instanceID")
 	g.Expect(id).NotTo(BeEmpty(), "the managed resource reports its instance ID")
-	l := dialLibvirt(g)
+	l := dialLibvirt(g, env.c.Libvirt.URI)
 	defer l.Disconnect() //nolint:errcheck // Read only.
 	dom, err := l.DomainLookupByName(id[strings.LastIndex(id, "/")+1:])
 	g.Expect(err).NotTo(HaveOccurred())
@@ -98,28 +99,42 @@ func kvmInstance(_ context.Context, g Gomega, mr *unstructured.Unstructured) ins
 	g.Expect(err).NotTo(HaveOccurred())
 	created := createdAtRE.FindStringSubmatch(desc)
 	g.Expect(created).To(HaveLen(2), "the domain's metadata has its creation time")
-	return instanceIdentity{ID: hex.EncodeToString(dom.UUID[:]), CreatedAt: created[1], BootID: guestCat(g, l, dom, "/proc/sys/kernel/random/boot_id")}
+	return instanceIdentity{ID: hex.EncodeToString(dom.UUID[:]), CreatedAt: created[1], BootID: guestRun(g, l, dom, "/bin/cat", "/proc/sys/kernel/random/boot_id")}
 }
+
+// kvmAccessLog reads squid's access log from the VM's journal, where the
+// platform's log agent would (docs/platform.md), through the guest agent.
+func kvmAccessLog(_ context.Context, g Gomega, mr *unstructured.Unstructured) string {
+	id := str(mr, "status", "atProvider", "instanceID")
+	l := dialLibvirt(g, env.c.Libvirt.URI)
+	defer l.Disconnect() //nolint:errcheck // Read only.
+	dom, err := l.DomainLookupByName(id[strings.LastIndex(id, "/")+1:])
+	g.Expect(err).NotTo(HaveOccurred())
+	return guestRun(g, l, dom, "/bin/journalctl", vmAccessLogArgs...)
+}
+
+// vmAccessLogArgs prints a VM's access log as docs/platform.md says.
+var vmAccessLogArgs = []string{"SYSLOG_FACILITY=20", "-o", "cat", "--no-pager", "-n", "500"}
 
 var createdAtRE = regexp.MustCompile(`<(?:[a-z]+:)?createdAt>([^<]+)</`)
 
-// guestCat returns a guest file's content, read through the guest agent.
-// An agent that misses a call on a loaded machine is asked again: the
-// instance watch calls this twice a second.
-func guestCat(g Gomega, l *golibvirt.Libvirt, dom golibvirt.Domain, path string) string {
+// guestRun returns what a program prints in the guest, run through the
+// guest agent. An agent that misses a call on a loaded machine is asked
+// again: the instance watch calls this twice a second.
+func guestRun(g Gomega, l *golibvirt.Libvirt, dom golibvirt.Domain, path string, args ...string) string {
 	var out string
 	var err error
 	for range 3 {
-		if out, err = guestCatOnce(l, dom, path); err == nil {
+		if out, err = guestRunOnce(l, dom, path, args); err == nil {
 			return out
 		}
 		time.Sleep(time.Second)
 	}
-	g.Expect(err).NotTo(HaveOccurred(), "cat %s in the guest", path)
+	g.Expect(err).NotTo(HaveOccurred(), "%s %v in the guest", path, args)
 	return ""
 }
 
-func guestCatOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string) (string, error) {
+func guestRunOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string, args []string) (string, error) {
 	type reply struct {
 		Return struct {
 			PID      int    `json:"pid"`
@@ -143,7 +158,7 @@ func guestCatOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string) (stri
 		}
 		return r, json.Unmarshal([]byte(out[0]), &r)
 	}
-	start, err := call(map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/cat", "arg": []string{path}, "capture-output": true}})
+	start, err := call(map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": path, "arg": args, "capture-output": true}})
 	if err != nil {
 		return "", err
 	}
@@ -164,8 +179,8 @@ func guestCatOnce(l *golibvirt.Libvirt, dom golibvirt.Domain, path string) (stri
 	return "", errors.New("did not finish")
 }
 
-func dialLibvirt(g Gomega) *golibvirt.Libvirt {
-	u, err := url.Parse(env.c.Libvirt.URI)
+func dialLibvirt(g Gomega, uri string) *golibvirt.Libvirt {
+	u, err := url.Parse(uri)
 	g.Expect(err).NotTo(HaveOccurred())
 	l, err := golibvirt.ConnectToURI(u)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -27,7 +27,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/traffic"
 )
 
@@ -96,8 +95,13 @@ func (r *backendRun) countsTraffic(ctx SpecContext) {
 	})
 	AddReportEntry(string(r.bc.backend)+": traffic counted", fmt.Sprint(got))
 
-	if r.bc.backend == cluster.BackendKubernetes {
-		line := kubernetesAccessLine(ctx, mr, traffic.AllowedOrigin)
+	if r.bc.accessLog != nil {
+		var line string
+		// A VM's journal gets the line within a second; the pods' logs at
+		// once: allow for a loaded machine.
+		Eventually(ctx, func(g Gomega) {
+			line = accessLine(g, r.bc.accessLog(ctx, g, mr), traffic.AllowedOrigin)
+		}).WithTimeout(time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 		AddReportEntry(string(r.bc.backend)+": an access log line", line)
 	}
 }
@@ -168,41 +172,48 @@ func scrapeCounts(ctx context.Context, g Gomega, labels map[string]string) (traf
 	return counts, at
 }
 
-// kubernetesAccessLine returns an access log line of the proxy's pods for
-// a request to host: one JSON object with the fields docs/platform.md
-// names, the user's name and never a password.
-func kubernetesAccessLine(ctx context.Context, mr *unstructured.Unstructured, host string) string {
-	GinkgoHelper()
+// kubernetesAccessLog returns the logs of the squid container of the
+// proxy's pods (pods/log), where its access log goes.
+func kubernetesAccessLog(ctx context.Context, g Gomega, mr *unstructured.Unstructured) string {
 	cs, err := kubernetes.NewForConfig(env.c.Config)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	ns := str(mr, "spec", "forProvider", "namespace")
 	id := str(mr, "status", "atProvider", "instanceID")
 	pods := &corev1.PodList{}
-	Expect(env.c.Client.List(ctx, pods, client.InNamespace(ns),
+	g.Expect(env.c.Client.List(ctx, pods, client.InNamespace(ns),
 		client.MatchingLabels{"app.kubernetes.io/instance": id[strings.LastIndex(id, "/")+1:]})).To(Succeed())
-	Expect(pods.Items).NotTo(BeEmpty())
-	var found string
+	g.Expect(pods.Items).NotTo(BeEmpty())
+	var logs strings.Builder
 	for _, p := range pods.Items {
 		rc, err := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "squid", TailLines: ptr.To[int64](2000)}).Stream(ctx)
-		Expect(err).NotTo(HaveOccurred(), "reading the logs of pod %s (pods/log)", p.Name)
+		g.Expect(err).NotTo(HaveOccurred(), "reading the logs of pod %s (pods/log)", p.Name)
 		b, err := io.ReadAll(rc)
 		_ = rc.Close()
-		Expect(err).NotTo(HaveOccurred())
-		log := string(b)
-		for _, pw := range []string{trafficPassword, rotatedPassword} {
-			Expect(log).NotTo(ContainSubstring(pw), "pod %s logs a password", p.Name)
-		}
-		for _, l := range strings.Split(log, "\n") {
-			var e map[string]any
-			if json.Unmarshal([]byte(l), &e) != nil || !strings.Contains(fmt.Sprint(e["url"]), host) || e["status"] != float64(http.StatusOK) {
-				continue
-			}
-			Expect(e).To(SatisfyAll(HaveKey("time"), HaveKey("client"), HaveKey("method"), HaveKey("url"),
-				HaveKey("status"), HaveKey("result"), HaveKey("bytes_sent"), HaveKey("bytes_received")), l)
-			Expect(e["user"]).To(Equal(trafficUser), l)
-			found = l
-		}
+		g.Expect(err).NotTo(HaveOccurred())
+		logs.Write(b)
+		logs.WriteString("\n")
 	}
-	Expect(found).NotTo(BeEmpty(), "no access log line of a 200 for %s in the proxy's pods", host)
+	return logs.String()
+}
+
+// accessLine returns an access log line of log for a 200 from host: one
+// JSON object with the fields docs/platform.md names, the user's name and,
+// in the whole log, never a password.
+func accessLine(g Gomega, log, host string) string {
+	for _, pw := range []string{trafficPassword, rotatedPassword} {
+		g.Expect(log).NotTo(ContainSubstring(pw), "the access log holds a password")
+	}
+	var found string
+	for _, l := range strings.Split(log, "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(l), &e) != nil || !strings.Contains(fmt.Sprint(e["url"]), host) || e["status"] != float64(http.StatusOK) {
+			continue
+		}
+		g.Expect(e).To(SatisfyAll(HaveKey("time"), HaveKey("client"), HaveKey("method"), HaveKey("url"),
+			HaveKey("status"), HaveKey("result"), HaveKey("bytes_sent"), HaveKey("bytes_received")), l)
+		g.Expect(e["user"]).To(Equal(trafficUser), l)
+		found = l
+	}
+	g.Expect(found).NotTo(BeEmpty(), "no access log line of a 200 for %s", host)
 	return found
 }
