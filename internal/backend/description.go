@@ -46,6 +46,15 @@ type Description struct {
 
 	// Composer composes the managed resource in the composition function.
 	Composer Composer
+
+	// Policy returns the rules of the backend's own policy (spec.policy.<name>
+	// of cfg, a ProviderConfig or ClusterProviderConfig of the backend, with
+	// the config's other allow lists) that forProvider, the backend's
+	// parameters as a value (the provider's connector) or a pointer (the
+	// composition function), breaks; namespace is the managed resource's.
+	// Each message names the field and the rule. A config or parameters of
+	// another backend are an error, never a policy that allows all.
+	Policy func(cfg, forProvider any, namespace string) ([]string, error)
 }
 
 // ProviderConfig is the GVK of the backend's namespaced ProviderConfig.

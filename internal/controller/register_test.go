@@ -49,6 +49,7 @@ import (
 	// generated code, and the point is the wiring, not the types.
 	reuse "github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/kubernetesdesc"
 	controllers "github.com/egressproxy/provider-egressproxy/internal/controller"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/config"
 	"github.com/egressproxy/provider-egressproxy/internal/controller/proxy"
@@ -74,6 +75,8 @@ var memoryBackend = backend.Description{
 	Managed:       memoryGroup.WithKind("MemoryProxy"),
 	MaxNameLength: 63,
 	AddToScheme:   addMemoryTypes,
+	// Its configs are the kubernetes backend's types, and so is its policy.
+	Policy: kubernetesdesc.Backend.Policy,
 }
 
 func memoryController(m *memory) proxy.Controller[*reuse.KubernetesProxy, params, obs] {

@@ -33,6 +33,8 @@ type composer struct {
 	name     string
 	gvk      schema.GroupVersionKind
 	composer backend.Composer
+	// policy is the backend's own policy check.
+	policy func(cfg, forProvider any, namespace string) ([]string, error)
 }
 
 // backendFor returns the backend the input asks for, from the provider's
@@ -42,7 +44,7 @@ func backendFor(b v1alpha1.Backend) (composer, error) {
 	if !ok {
 		return composer{}, errors.Errorf(errFmtUnknownBackend, b, strings.Join(registry.Backends.Names(), ", "))
 	}
-	return composer{resource: resource.Name(d.Composer.Resource), name: d.Name, gvk: d.Managed, composer: d.Composer}, nil
+	return composer{resource: resource.Name(d.Composer.Resource), name: d.Name, gvk: d.Managed, composer: d.Composer, policy: d.Policy}, nil
 }
 
 // compose returns the desired managed resource of the proxy, its

@@ -40,6 +40,7 @@ const (
 	errGetConfig      = "cannot read the provider config the function required"
 	errFmtReadConfig  = "cannot read %s %q as the provider config of the %s backend"
 	errFmtConfigRules = "the policy of %s %q cannot be applied"
+	errFmtNoCheck     = "the %s backend has no policy check"
 )
 
 // configScheme knows the provider config kinds of every backend.
@@ -103,7 +104,10 @@ func policyViolations(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespons
 	if err != nil {
 		return nil, errors.Wrapf(err, errFmtConfigRules, kind, name)
 	}
-	bv, err := policy.BackendViolations(obj, forProvider, ns)
+	if b.policy == nil {
+		return nil, errors.Errorf(errFmtNoCheck, in.Backend)
+	}
+	bv, err := b.policy(obj, forProvider, ns)
 	if err != nil {
 		return nil, errors.Wrapf(err, errFmtConfigRules, kind, name)
 	}

@@ -16,10 +16,16 @@
 //     checked: 412 conditionNotMet "Supplied fingerprint does not match
 //     current metadata fingerprint." when missing or stale; keys, duplicates,
 //     256 KiB per value and 512 KiB in all checked as on insert; the change is
-//     visible at once, with a new fingerprint); addresses insert, get, delete,
-//     list, setLabels (labelFingerprint checked: 412 conditionNotMet when
-//     stale); firewalls insert, get, delete, list, patch; zone, region and
-//     global operations get and wait.
+//     visible at once, with a new fingerprint), setLabels (labelFingerprint
+//     checked: 412 conditionNotMet "Labels fingerprint either invalid or
+//     resource labels have changed", location If-Match, when missing or
+//     stale; labels checked as on insert; a new labelFingerprint), setTags
+//     (tags.fingerprint checked: 412 conditionNotMet when missing or stale;
+//     tags checked as on insert; a new fingerprint); addresses insert, get,
+//     delete, list, setLabels (labelFingerprint checked: 412 conditionNotMet
+//     when stale); firewalls insert, get, delete, list, patch; zone, region
+//     and global operations get and wait. Every mutation returns its
+//     operation, which completes as described under Time.
 //   - JSON is protojson of the client's own computepb types, so field names
 //     (networkIP, natIP, IPProtocol), uint64 ids as strings and enum names
 //     are exactly what the client parses. Request bodies are decoded
@@ -101,8 +107,10 @@
 // # Deliberately not implemented
 //
 //   - Every other resource and method (disks as resources, images, networks,
-//     subnetworks, setTags, setLabels but of addresses,
-//     instance templates, …).
+//     subnetworks, setLabels of other resources, instance templates, …).
+//   - The message of a setTags with a stale fingerprint is the fake's own
+//     ("Supplied fingerprint does not match current fingerprint."): GCE's
+//     wording is unverified, its code and reason are documented.
 //     Networks, subnetworks, images and machine types are not checked for
 //     existence, only for URL form.
 //   - Regional quotas, CPU quota on start, deletionProtection enforcement,

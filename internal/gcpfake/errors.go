@@ -98,12 +98,22 @@ func errInUse(resource, user string) *apiError {
 		Message: fmt.Sprintf("The address resource '%s' is already being used by '%s'", resource, user)}
 }
 
-// errFingerprint is GCE's answer to a setLabels whose labelFingerprint is
-// not the resource's current one: someone changed the labels since the
-// caller read them.
+// errFingerprint is GCE's answer to a setLabels (of an address or an
+// instance) whose labelFingerprint is not the resource's current one:
+// someone changed the labels since the caller read them. GCE names the
+// If-Match header as the location, whatever the body held.
 func errFingerprint() *apiError {
 	return &apiError{Code: http.StatusPreconditionFailed, Reason: ReasonConditionNotMet,
-		Message: "Labels fingerprint either invalid or resource labels have changed"}
+		Message: "Labels fingerprint either invalid or resource labels have changed", Location: "If-Match", LocationType: "header"}
+}
+
+// errTagsFingerprint is the fake's answer to a setTags whose fingerprint is
+// missing or not the instance's current tags.fingerprint: 412
+// conditionNotMet, as GCE documents for every fingerprint. The message is
+// the fake's own; GCE's exact wording for tags is unverified.
+func errTagsFingerprint() *apiError {
+	return &apiError{Code: http.StatusPreconditionFailed, Reason: ReasonConditionNotMet,
+		Message: "Supplied fingerprint does not match current fingerprint."}
 }
 
 // errMetadataFingerprint is GCE's answer to a setMetadata whose fingerprint

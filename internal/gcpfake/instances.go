@@ -1,7 +1,10 @@
 package gcpfake
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -87,7 +90,7 @@ func (s *Server) getInstance(r *http.Request) (proto.Message, error) {
 }
 
 func (s *Server) deleteInstance(r *http.Request) (proto.Message, error) {
-	return s.instanceAction(r, "delete", CallInstancesDelete, func(k key, rec *instanceRec, op *opRec) {
+	return s.instanceAction(r, "delete", CallInstancesDelete, nil, func(k key, rec *instanceRec, op *opRec) {
 		rec.inst.Status = proto.String("STOPPING")
 		rec.booting = false
 		rec.busy = op.key.name
@@ -96,7 +99,7 @@ func (s *Server) deleteInstance(r *http.Request) (proto.Message, error) {
 }
 
 func (s *Server) stopInstance(r *http.Request) (proto.Message, error) {
-	return s.instanceAction(r, "stop", CallInstancesStop, func(k key, rec *instanceRec, op *opRec) {
+	return s.instanceAction(r, "stop", CallInstancesStop, nil, func(k key, rec *instanceRec, op *opRec) {
 		if rec.inst.GetStatus() == "TERMINATED" {
 			return // stopping a stopped instance succeeds and changes nothing
 		}
@@ -111,7 +114,7 @@ func (s *Server) stopInstance(r *http.Request) (proto.Message, error) {
 }
 
 func (s *Server) startInstance(r *http.Request) (proto.Message, error) {
-	return s.instanceAction(r, "start", CallInstancesStart, func(k key, rec *instanceRec, op *opRec) {
+	return s.instanceAction(r, "start", CallInstancesStart, nil, func(k key, rec *instanceRec, op *opRec) {
 		switch rec.inst.GetStatus() {
 		case "TERMINATED", "SUSPENDED":
 			s.boot(rec, s.cfg.bootProvisioning)
@@ -164,10 +167,65 @@ func (s *Server) setMetadata(r *http.Request) (proto.Message, error) {
 	return s.remember(r, op), nil
 }
 
-// instanceAction runs the common part of delete, stop and start: replay,
-// lookup, the busy check, injected operation faults; then apply changes the
-// instance and arranges what happens when the operation completes.
-func (s *Server) instanceAction(r *http.Request, opType, call string, apply func(key, *instanceRec, *opRec)) (proto.Message, error) {
+// setInstanceLabels replaces the labels of an instance, as
+// instances.setLabels does: only when labelFingerprint is the instance's
+// current one (a missing or stale one is 412 conditionNotMet), so two
+// callers that read the same labels cannot both write theirs. The change
+// is visible at once, with a new labelFingerprint; the zone operation
+// completes as others do.
+func (s *Server) setInstanceLabels(r *http.Request) (proto.Message, error) {
+	in := &computepb.InstancesSetLabelsRequest{}
+	if e := readBody(r, in); e != nil {
+		return nil, e
+	}
+	if e := s.v.checkLabels("resource.labels", in.GetLabels()); e != nil {
+		return nil, e
+	}
+	check := func(rec *instanceRec) *apiError {
+		if in.LabelFingerprint == nil || in.GetLabelFingerprint() != rec.inst.GetLabelFingerprint() {
+			return errFingerprint()
+		}
+		return nil
+	}
+	return s.instanceAction(r, "setLabels", CallInstancesSetLabels, check, func(_ key, rec *instanceRec, _ *opRec) {
+		rec.inst.Labels = maps.Clone(in.GetLabels())
+		rec.inst.LabelFingerprint = proto.String(labelFingerprint(rec.inst.GetLabels()))
+	})
+}
+
+// setTags replaces the network tags of an instance, as instances.setTags
+// does: only when the body's fingerprint is the instance's current
+// tags.fingerprint (a missing or stale one is 412 conditionNotMet). Tags
+// are checked as on insert; the change is visible at once, with a new
+// fingerprint.
+func (s *Server) setTags(r *http.Request) (proto.Message, error) {
+	in := &computepb.Tags{}
+	if e := readBody(r, in); e != nil {
+		return nil, e
+	}
+	for i, t := range in.GetItems() {
+		if e := s.v.checkName(fmt.Sprintf("resource.items[%d]", i), t); e != nil {
+			return nil, e
+		}
+	}
+	check := func(rec *instanceRec) *apiError {
+		if in.Fingerprint == nil || in.GetFingerprint() != rec.inst.GetTags().GetFingerprint() {
+			return errTagsFingerprint()
+		}
+		return nil
+	}
+	return s.instanceAction(r, "setTags", CallInstancesSetTags, check, func(_ key, rec *instanceRec, _ *opRec) {
+		items := slices.Clone(in.GetItems())
+		rec.inst.Tags = &computepb.Tags{Items: items, Fingerprint: proto.String(fingerprint(items...))}
+	})
+}
+
+// instanceAction runs the common part of delete, stop, start, setLabels
+// and setTags: replay, lookup, the busy check, the call's own precondition
+// (check, when not nil: a fingerprint), injected operation faults; then
+// apply changes the instance and arranges what happens when the operation
+// completes.
+func (s *Server) instanceAction(r *http.Request, opType, call string, check func(*instanceRec) *apiError, apply func(key, *instanceRec, *opRec)) (proto.Message, error) {
 	k, e := s.instanceKey(r)
 	if e != nil {
 		return nil, e
@@ -183,6 +241,11 @@ func (s *Server) instanceAction(r *http.Request, opType, call string, apply func
 	}
 	if rec.busy != "" {
 		return nil, errNotReady(k.path("instances"))
+	}
+	if check != nil {
+		if e := check(rec); e != nil {
+			return nil, e
+		}
 	}
 	op := s.newOp(k.project, k.scope, opType, k.link("instances"), rec.inst.GetId())
 	if op.fail = s.faults.takeOpFault(call, r, k); op.fail == nil {

@@ -21,6 +21,8 @@ const (
 	CallInstancesStop           = "compute.instances.stop"
 	CallInstancesGuestAttrs     = "compute.instances.getGuestAttributes"
 	CallInstancesSetMetadata    = "compute.instances.setMetadata"
+	CallInstancesSetLabels      = "compute.instances.setLabels"
+	CallInstancesSetTags        = "compute.instances.setTags"
 	CallAddressesInsert         = "compute.addresses.insert"
 	CallAddressesGet            = "compute.addresses.get"
 	CallAddressesDelete         = "compute.addresses.delete"
@@ -60,6 +62,8 @@ func (s *Server) routeTable() []route {
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/start", CallInstancesStart, s.startInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/stop", CallInstancesStop, s.stopInstance},
 		{"POST " + prefix + "/zones/{zone}/instances/{name}/setMetadata", CallInstancesSetMetadata, s.setMetadata},
+		{"POST " + prefix + "/zones/{zone}/instances/{name}/setLabels", CallInstancesSetLabels, s.setInstanceLabels},
+		{"POST " + prefix + "/zones/{zone}/instances/{name}/setTags", CallInstancesSetTags, s.setTags},
 		{"GET " + prefix + "/zones/{zone}/instances/{name}/getGuestAttributes", CallInstancesGuestAttrs, s.getGuestAttributes},
 		{"GET " + prefix + "/aggregated/instances", CallInstancesAggregatedList, s.aggregatedInstances},
 		{"POST " + prefix + "/regions/{region}/addresses", CallAddressesInsert, s.insertAddress},

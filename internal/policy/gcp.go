@@ -42,6 +42,16 @@ type GCP struct {
 	ServiceAccounts []string
 }
 
+// GCPOf returns the gcp policy of a config's spec, named config.
+func GCPOf(spec gcpv1alpha1.ProviderConfigSpec, config string) GCP {
+	g := GCP{Config: config}
+	if spec.Policy.GCP != nil {
+		g.Rules = *spec.Policy.GCP
+	}
+	g.ServiceAccounts = append(append([]string{}, spec.AllowedServiceAccounts...), g.Rules.ServiceAccounts...)
+	return g
+}
+
 // gcpRule is one list of the policy: the field of the GCPProxy it bounds,
 // the policy list, and what an empty list allows.
 type gcpRule struct {

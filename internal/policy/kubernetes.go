@@ -100,6 +100,16 @@ type Kubernetes struct {
 	kubernetesv1alpha1.KubernetesPolicy
 }
 
+// KubernetesOf returns the kubernetes policy of a config's spec, named
+// config.
+func KubernetesOf(spec kubernetesv1alpha1.ProviderConfigSpec, config string) Kubernetes {
+	k := Kubernetes{Config: config, Namespaces: spec.AllowedNamespaces, Images: spec.AllowedImages}
+	if spec.Policy.Kubernetes != nil {
+		k.KubernetesPolicy = *spec.Policy.Kubernetes
+	}
+	return k
+}
+
 // Violation returns why p refuses params, a KubernetesProxy's
 // spec.forProvider in namespace own, naming the field and the config, or
 // "" (the first rule it breaks). A nil p refuses only the reserved

@@ -63,25 +63,26 @@ func wanted(s spec, d Desired, checksum, natIP string) wantInstance {
 }
 
 // instanceDiff lists how got differs from w: what only a new VM changes
-// (replaceDiff), then what the running guest applies (liveDiff).
+// (replaceDiff), what Update sets on the running VM (labelDiff, tagDiff),
+// then what the running guest applies (liveDiff).
 func instanceDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []string {
-	return append(replaceDiff(w, got), liveDiff(v, w, got)...)
+	d := replaceDiff(w, got)
+	d = append(d, labelDiff(w.Labels, got.GetLabels())...)
+	d = append(d, tagDiff(w.Tags, got.GetTags().GetItems())...)
+	return append(d, liveDiff(v, w, got)...)
 }
 
 // replaceDiff lists the differences that replace the VM. Compute Engine
-// cannot change the machine type or service account without a stop, the
-// fake (and so the tests) has no instances.setLabels or setTags, a new NAT
-// IP or guest version means new files outside squid's (the guest version
-// is bumped when the set-up changes; see guestVersion), and a VM that lost
-// its user-data or startup-script would not come back after a reboot.
+// cannot change the machine type or service account without a stop, a new
+// NAT IP or guest version means new files outside squid's (the guest
+// version is bumped when the set-up changes; see guestVersion), and a VM
+// that lost its user-data or startup-script would not come back after a
+// reboot. Labels and network tags are not here: instances.setLabels and
+// setTags change them on the running VM.
 func replaceDiff(w wantInstance, got *computepb.Instance) []string {
 	var d []string
 	if g := lastSegment(got.GetMachineType()); g != w.MachineType {
 		d = append(d, fmt.Sprintf("machine type is %s, want %s", g, w.MachineType))
-	}
-	d = append(d, labelDiff(w.Labels, got.GetLabels())...)
-	if g := sortedSet(got.GetTags().GetItems()); !slices.Equal(g, sortedSet(w.Tags)) {
-		d = append(d, fmt.Sprintf("network tags are %v, want %v", g, sortedSet(w.Tags)))
 	}
 	if g := serviceAccount(got); g != w.ServiceAccount {
 		d = append(d, fmt.Sprintf("service account is %q, want %q", g, w.ServiceAccount))
@@ -123,6 +124,16 @@ func liveDiff(v *squid.Verifier, w wantInstance, got *computepb.Instance) []stri
 	return d
 }
 
+// tagDiff reports network tags that are not want, in any order.
+func tagDiff(want, got []string) []string {
+	if g, w := sortedSet(got), sortedSet(want); !slices.Equal(g, w) {
+		return []string{fmt.Sprintf("network tags are %v, want %v", g, w)}
+	}
+	return nil
+}
+
+// labelDiff lists the labels that are not want. Labels Google adds
+// (googleLabelPrefix) are not drift.
 func labelDiff(want, got map[string]string) []string {
 	var d []string
 	for _, k := range sortedKeys(want) {

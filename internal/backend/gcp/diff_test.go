@@ -117,15 +117,15 @@ func TestInstanceDiff(t *testing.T) {
 			}),
 			diff: []string{
 				"machine type is e2-medium, want e2-small",
-				`label team is "b", want "a"`,
-				"label extra is not wanted",
-				"network tags are [egp-x open], want [egp-x]",
 				`service account is "sa@p", want ""`,
 				"service account scopes are [s], want []",
 				`external IP is "198.51.100.1", want the static address 203.0.113.9`,
 				`metadata egressproxy-guest-version is "", want "2"`,
 				"metadata user-data is missing",
 				"metadata startup-script is missing",
+				`label team is "b", want "a"`,
+				"label extra is not wanted",
+				"network tags are [egp-x open], want [egp-x]",
 				`metadata egressproxy-config-checksum is "old", want "` + sum + `"`,
 				"metadata egressproxy-squid-conf is not the rendered configuration",
 				`metadata egressproxy-port is "", want "3128"`,
@@ -145,6 +145,115 @@ func TestInstanceDiff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.diff, instanceDiff(squid.NewVerifier(), tc.want, tc.got)); diff != "" {
 				t.Errorf("%s\ninstanceDiff: -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestReplaceDiff: only what a running VM cannot take replaces it; labels
+// and network tags are set on it (Update: setLabels, setTags).
+func TestReplaceDiff(t *testing.T) {
+	want := wantInstance{
+		MachineType: "e2-small", Labels: map[string]string{"team": "a", "egressproxy-owner-uid": "u"}, Tags: []string{"egp-x"},
+		ServiceAccount: "sa@p", Scopes: proxyScopes(), NatIP: "203.0.113.9", GuestVersion: "2",
+	}
+	instance := func(mods ...func(*computepb.Instance)) *computepb.Instance {
+		i := &computepb.Instance{
+			MachineType:     proto.String("zones/z/machineTypes/e2-small"),
+			Labels:          map[string]string{"team": "a", "egressproxy-owner-uid": "u"},
+			Tags:            &computepb.Tags{Items: []string{"egp-x"}},
+			ServiceAccounts: []*computepb.ServiceAccount{{Email: proto.String("sa@p"), Scopes: proxyScopes()}},
+			NetworkInterfaces: []*computepb.NetworkInterface{{
+				AccessConfigs: []*computepb.AccessConfig{{NatIP: proto.String("203.0.113.9")}},
+			}},
+			Metadata: &computepb.Metadata{Items: []*computepb.Items{
+				{Key: proto.String(MetadataUserData), Value: proto.String("#cloud-config")},
+				{Key: proto.String(MetadataStartupScript), Value: proto.String("#!/bin/bash")},
+				{Key: proto.String(MetadataGuestVersion), Value: proto.String("2")},
+			}},
+		}
+		for _, m := range mods {
+			m(i)
+		}
+		return i
+	}
+	type diffs struct {
+		Replace, Labels, Tags []string
+	}
+	cases := map[string]struct {
+		reason string
+		got    *computepb.Instance
+		want   diffs
+	}{
+		"Same": {reason: "Nothing to do.", got: instance()},
+		"Labels": {
+			reason: "New user labels are set on the running VM.",
+			got:    instance(func(i *computepb.Instance) { i.Labels["team"] = "b"; i.Labels["old"] = "x" }),
+			want:   diffs{Labels: []string{`label team is "b", want "a"`, "label old is not wanted"}},
+		},
+		"OwnershipLabelLost": {
+			reason: "An ownership label removed behind the provider's back is set again, not a reason to replace.",
+			got:    instance(func(i *computepb.Instance) { delete(i.Labels, "egressproxy-owner-uid") }),
+			want:   diffs{Labels: []string{`label egressproxy-owner-uid is "", want "u"`}},
+		},
+		"Tags": {
+			reason: "New network tags are set on the running VM; their order does not matter.",
+			got:    instance(func(i *computepb.Instance) { i.Tags.Items = []string{"open", "egp-x"} }),
+			want:   diffs{Tags: []string{"network tags are [egp-x open], want [egp-x]"}},
+		},
+		"MachineType": {
+			reason: "A new machine type needs a new VM.",
+			got:    instance(func(i *computepb.Instance) { i.MachineType = proto.String("zones/z/machineTypes/e2-medium") }),
+			want:   diffs{Replace: []string{"machine type is e2-medium, want e2-small"}},
+		},
+		"ServiceAccount": {
+			reason: "Another service account needs a new VM.",
+			got:    instance(func(i *computepb.Instance) { i.ServiceAccounts[0].Email = proto.String("other@p") }),
+			want:   diffs{Replace: []string{`service account is "other@p", want "sa@p"`}},
+		},
+		"GuestVersion": {
+			reason: "A new guest needs a new VM.",
+			got:    instance(func(i *computepb.Instance) { i.Metadata.Items[2].Value = proto.String("1") }),
+			want:   diffs{Replace: []string{`metadata egressproxy-guest-version is "1", want "2"`}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := diffs{
+				Replace: replaceDiff(want, tc.got),
+				Labels:  labelDiff(want.Labels, tc.got.GetLabels()),
+				Tags:    tagDiff(want.Tags, tc.got.GetTags().GetItems()),
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestLabelsToSet(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		want, got map[string]string
+		set       map[string]string
+	}{
+		"Replace": {
+			reason: "The user's and the ownership labels replace the others.",
+			want:   map[string]string{"team": "b", "egressproxy-owner-uid": "u"},
+			got:    map[string]string{"team": "a", "old": "x", "egressproxy-owner-uid": "u"},
+			set:    map[string]string{"team": "b", "egressproxy-owner-uid": "u"},
+		},
+		"KeepGoogle": {
+			reason: "Labels Google added stay: they are not ours to remove.",
+			want:   map[string]string{"team": "b"},
+			got:    map[string]string{"team": "a", "goog-ops-agent-policy": "v2"},
+			set:    map[string]string{"team": "b", "goog-ops-agent-policy": "v2"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.set, labelsToSet(tc.want, tc.got)); diff != "" {
+				t.Errorf("%s\nlabelsToSet: -want +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -52,12 +52,14 @@ SPDX-License-Identifier: Apache-2.0
 // provider config lists it (see WithAllowedServiceAccounts), with narrow
 // scopes.
 //
-// # Updates replace the VM
+// # Updates
 //
-// cloud-init applies user-data at first boot only, and the fake this
-// backend is tested against has no setMetadata, setLabels or setTags, so a
-// change of the proxy configuration, credentials, labels, tags, machine type
-// or service account (or its scopes, or the guest version) deletes the VM; Create then makes it again with the
-// same static address, so the egress IP stays. The firewall rule is patched
-// in place and a deleted address or rule is made again.
+// A change of the proxy configuration or credentials reaches the running
+// VM through its metadata (setMetadata; the guest's watcher applies it),
+// and new labels or network tags are set on it (setLabels, setTags), each
+// with the fingerprint it was read with. A change of the machine type or
+// service account (or its scopes, or the guest version) deletes the VM;
+// Create then makes it again with the same static address, so the egress
+// IP stays. The firewall rule is patched in place and a deleted address or
+// rule is made again. See Update.
 package gcp

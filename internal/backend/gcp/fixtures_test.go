@@ -193,6 +193,16 @@ func rawAddresses(t *testing.T, f *gcpfake.Server) *compute.AddressesClient {
 	return c
 }
 
+func rawInstances(t *testing.T, f *gcpfake.Server) *compute.InstancesClient {
+	t.Helper()
+	c, err := compute.NewInstancesRESTClient(t.Context(), f.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func rawFirewalls(t *testing.T, f *gcpfake.Server) *compute.FirewallsClient {
 	t.Helper()
 	c, err := compute.NewFirewallsRESTClient(t.Context(), f.ClientOptions()...)

@@ -71,6 +71,23 @@ func instanceLabels(user map[string]string, o backend.Ownership) map[string]stri
 	return out
 }
 
+// labelsToSet are the labels instances.setLabels writes, which replace
+// them all: want (the user's and the ownership labels, see
+// instanceLabels) and the labels Google added to the running VM, which are
+// not ours to remove.
+func labelsToSet(want, got map[string]string) map[string]string {
+	out := make(map[string]string, len(want)+len(got))
+	for k, v := range got {
+		if strings.HasPrefix(k, googleLabelPrefix) {
+			out[k] = v
+		}
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	return out
+}
+
 // firewallDescription says who a firewall rule belongs to.
 func firewallDescription(o backend.Ownership) string {
 	c := cloudOwnership(o)

@@ -166,6 +166,116 @@ func TestChangeAppliesLive(t *testing.T) {
 	}
 }
 
+// TestLabelsAndTagsApplyLive changes the VM's labels or network tags: the
+// backend sets them on the running VM (setLabels, setTags, with the
+// fingerprint it read); the instance keeps its ID and creation time, and
+// its ownership labels (which GC finds it by) and the labels Google added.
+func TestLabelsAndTagsApplyLive(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(*Desired)
+		call   string
+		diff   string
+	}{
+		"Labels": {
+			reason: "New user labels are set on the running VM, next to the ownership labels.",
+			change: func(d *Desired) { d.Params.Labels = map[string]v1alpha1.LabelValue{"team": "b", "cost-center": "42"} },
+			call:   gcpfake.CallInstancesSetLabels,
+			diff:   `label team is "a", want "b"`,
+		},
+		"NetworkTags": {
+			reason: "New network tags are set on the running VM; the firewall rule's own tag stays.",
+			change: func(d *Desired) { d.Params.NetworkTags = []string{"allow-health-checks"} },
+			call:   gcpfake.CallInstancesSetTags,
+			diff:   "network tags are",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			WithPolicy(defaultConfigName, v1alpha1.GCPPolicy{NetworkTags: []string{"allow-health-checks"}})(e.b)
+			d := desired()
+			before := e.converge(t, d, 5)
+			// VM Manager labels a VM behind the provider's back.
+			inst, _ := e.fake.Instance(testProject, testZone, testName)
+			google := inst.GetLabels()
+			google["goog-ops-agent-policy"] = "v2"
+			op, err := rawInstances(t, e.fake).SetLabels(ctx(t), &computepb.SetLabelsInstanceRequest{
+				Project: testProject, Zone: testZone, Instance: testName,
+				InstancesSetLabelsRequestResource: &computepb.InstancesSetLabelsRequest{LabelFingerprint: inst.LabelFingerprint, Labels: google},
+			})
+			if err == nil {
+				err = op.Wait(ctx(t))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, _ = e.fake.Instance(testProject, testZone, testName)
+			tc.change(&d)
+			o, err := e.b.Observe(ctx(t), d)
+			if err != nil || o.UpToDate || !strings.Contains(o.Diff, tc.diff) || !o.Ready {
+				t.Fatalf("%s\nObserve after the change = Ready %v, UpToDate %v, Diff %q, %v; want Ready, and a diff containing %q", tc.reason, o.Ready, o.UpToDate, o.Diff, err, tc.diff)
+			}
+			e.fake.ResetCalls()
+			if err := e.b.Update(ctx(t), d); err != nil {
+				t.Fatalf("%s\nUpdate: %v", tc.reason, err)
+			}
+			calls := e.fake.CallCounts()
+			if calls[tc.call] != 1 || calls[gcpfake.CallInstancesDelete]+calls[gcpfake.CallInstancesInsert]+calls[gcpfake.CallInstancesSetMetadata] != 0 {
+				t.Errorf("%s\ncalls of Update: %v; want one %s, no delete, insert or setMetadata", tc.reason, calls, tc.call)
+			}
+			got, _ := e.fake.Instance(testProject, testZone, testName)
+			if got.GetId() != inst.GetId() || got.GetCreationTimestamp() != inst.GetCreationTimestamp() {
+				t.Errorf("%s\nthe instance was replaced: ID %d, created %s; want %d, %s", tc.reason, got.GetId(), got.GetCreationTimestamp(), inst.GetId(), inst.GetCreationTimestamp())
+			}
+			w := wanted(mustSpec(t, d), d, mustSum(t, d), natIP(got))
+			if diff := append(labelDiff(w.Labels, got.GetLabels()), tagDiff(w.Tags, got.GetTags().GetItems())...); len(diff) > 0 {
+				t.Errorf("%s\nthe instance after Update still differs: %v", tc.reason, diff)
+			}
+			if !ownedBy(got.GetLabels(), d.Ownership) || got.GetLabels()["goog-ops-agent-policy"] != "v2" {
+				t.Errorf("%s\nlabels after Update: %v; want the ownership labels and Google's kept", tc.reason, got.GetLabels())
+			}
+			after := e.converge(t, d, 2)
+			if !after.CreatedAt.Equal(before.CreatedAt) || after.ConfigChecksum != before.ConfigChecksum {
+				t.Errorf("%s\nafter the change: CreatedAt %v ConfigChecksum %.12s; want %v and %.12s", tc.reason, after.CreatedAt, after.ConfigChecksum, before.CreatedAt, before.ConfigChecksum)
+			}
+			if n := e.fake.Calls(tc.call); n != 1 {
+				t.Errorf("%s\n%d %s calls, want 1", tc.reason, n, tc.call)
+			}
+			// GC finds the instance by its ownership labels, as before.
+			listed, err := e.b.List(ctx(t))
+			if err != nil || len(listed) != 1 {
+				t.Errorf("%s\nList after the change = %v, %v; want the instance", tc.reason, listed, err)
+			}
+		})
+	}
+}
+
+// TestLabelsStale: labels someone changed between the backend's read and
+// its setLabels are not overwritten: GCE refuses the stale fingerprint
+// (412), Update fails Transient, and the next Update sets them.
+func TestLabelsStale(t *testing.T) {
+	e := newEnv(t)
+	d := desired()
+	e.converge(t, d, 5)
+	d.Params.Labels = map[string]v1alpha1.LabelValue{"team": "b"}
+	stale := &staleLabels{instancesAPI: e.b.svc.instances, t: t, fake: e.fake}
+	e.b.svc.instances = stale
+	err := e.b.Update(ctx(t), d)
+	if backend.ClassOf(err) != backend.ClassTransient || !strings.Contains(err.Error(), "cannot set the labels of instance "+testName) {
+		t.Fatalf("Update with labels changed under it = %v, want a Transient error naming the labels", err)
+	}
+	if got, _ := e.fake.Instance(testProject, testZone, testName); got.GetLabels()["someone"] != "else" {
+		t.Errorf("labels after a refused setLabels: %v; want the other writer's kept", got.GetLabels())
+	}
+	if err := e.b.Update(ctx(t), d); err != nil {
+		t.Fatalf("the next Update: %v", err)
+	}
+	if got, _ := e.fake.Instance(testProject, testZone, testName); got.GetLabels()["team"] != "b" {
+		t.Errorf("labels after the next Update: %v; want team=b", got.GetLabels())
+	}
+}
+
 // TestLiveApplyFailed: a guest that cannot apply a configuration keeps
 // serving the one before (Ready) and says why, which Update returns.
 func TestLiveApplyFailed(t *testing.T) {
@@ -208,11 +318,6 @@ func TestChangeReplacesInstance(t *testing.T) {
 		change func(*Desired)
 		diff   string
 	}{
-		"Labels": {
-			reason: "The fake has no setLabels: new labels replace the VM.",
-			change: func(d *Desired) { d.Params.Labels = map[string]v1alpha1.LabelValue{"team": "b"} },
-			diff:   `label team is "a", want "b"`,
-		},
 		"MachineType": {
 			reason: "A new machine type replaces the VM.",
 			change: func(d *Desired) { d.Params.MachineType = "e2-medium" },

@@ -35,6 +35,7 @@ var shared = []string{
 	"internal/controller/config",
 	"internal/controller/proxy",
 	"internal/function",
+	"internal/policy/backends.go",
 	"internal/testenv/cluster/claims.go",
 	"internal/testenv/cluster/doubles.go",
 	"internal/testenv/cluster/packages.go",

@@ -32,6 +32,7 @@ type Connector[M resource.ModernManaged, P, O any] struct {
 	kube        client.Client
 	kind        Kind[M, P, O]
 	backendName string
+	policy      BackendPolicy
 	newConfigs  func() (pc, cpc client.Object)
 	newBackend  BackendFactory[P, O]
 	opts        Options
@@ -47,6 +48,9 @@ type ConnectorConfig[M resource.ModernManaged, P, O any] struct {
 	Kind Kind[M, P, O]
 	// Backend names the backend in messages and metrics.
 	Backend string
+	// Policy is the backend's own policy check, its description's Policy.
+	// Without one every resource that is not being deleted is refused.
+	Policy BackendPolicy
 	// NewConfigs returns empty ProviderConfig and ClusterProviderConfig
 	// objects of the group.
 	NewConfigs func() (pc, cpc client.Object)
@@ -64,6 +68,7 @@ func NewConnector[M resource.ModernManaged, P, O any](c ConnectorConfig[M, P, O]
 		kube:        c.Kube,
 		kind:        c.Kind,
 		backendName: c.Backend,
+		policy:      c.Policy,
 		newConfigs:  c.NewConfigs,
 		newBackend:  c.NewBackend,
 		opts:        o,
@@ -88,7 +93,7 @@ func (c *Connector[M, P, O]) Connect(ctx context.Context, mg M) (managed.TypedEx
 	// since says so. A resource being deleted is not checked: whatever it
 	// made must still go.
 	if !meta.WasDeleted(mg) {
-		if err := checkPolicy(ctx, c.namespaces, mg, cfg, c.kind.Proxy(mg), c.kind.Params(mg)); err != nil {
+		if err := checkPolicy(ctx, c.namespaces, mg, cfg, c.kind.Proxy(mg), c.kind.Params(mg), c.policy); err != nil {
 			return nil, err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 const (
 	errPolicyRefuses  = "refused by the policy of the provider config"
 	errFmtNoPolicy    = "provider config %T carries no policy the provider can read"
+	errFmtNoCheck     = "the backend of provider config %T has no policy check"
 	errFmtGetNS       = "cannot get namespace %q to match it against %s.namespaceSelector"
 	errFmtNSForbidden = "cannot evaluate %s.namespaceSelector: the provider may not get namespaces: grant the ClusterRole " + NamespacesClusterRole
 )
@@ -90,15 +91,20 @@ func policyPaths(mg resource.ModernManaged, cfg Config) policy.Paths {
 	}
 }
 
+// BackendPolicy is a backend's own policy check, its description's
+// Policy (see backend.Description).
+type BackendPolicy func(cfg, forProvider any, namespace string) ([]string, error)
+
 // checkPolicy refuses mg, whose proxy allows p and whose backend
 // parameters are forProvider, when it breaks the policy of its provider
 // config cfg: its namespace is not selected, p breaks a rule common to
-// every backend, or forProvider a rule of its backend's. The error names
+// every backend, or forProvider a rule of its backend's (bp, the backend's
+// own check). The error names
 // every field and rule broken; it is permanent, as only a change of mg or
 // of the policy resolves it. It is the one place the provider applies the
 // policy, for every backend alike: before Observe, Create and Update, so a
 // refused resource is never created, changed or deleted for it.
-func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters, forProvider any) error {
+func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged, cfg Config, p commonv1alpha1.ProxyParameters, forProvider any, bp BackendPolicy) error {
 	at := policyPaths(mg, cfg)
 	h, ok := cfg.Object.(PolicyHolder)
 	if !ok {
@@ -124,7 +130,11 @@ func checkPolicy(ctx context.Context, nss *namespaces, mg resource.ModernManaged
 	if err != nil {
 		return backend.Permanent(err)
 	}
-	bv, err := policy.BackendViolations(cfg.Object, forProvider, mg.GetNamespace())
+	if bp == nil {
+		// Never a backend policy that allows everything.
+		return backend.Permanent(errors.Errorf(errFmtNoCheck, cfg.Object))
+	}
+	bv, err := bp(cfg.Object, forProvider, mg.GetNamespace())
 	if err != nil {
 		return backend.Permanent(err)
 	}

@@ -64,6 +64,7 @@ func connectOutcome[M resource.ModernManaged, P, O any](t *testing.T, c proxy.Co
 		}},
 		Kind:       c.Kind,
 		Backend:    c.Backend.Name,
+		Policy:     c.Backend.Policy,
 		NewConfigs: newCfgs,
 		NewBackend: func(context.Context, client.Client, proxy.Config) (backend.Backend[P, O], error) {
 			built = true

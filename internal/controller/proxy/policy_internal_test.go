@@ -22,6 +22,7 @@ import (
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/apis/kubernetes/v1alpha1"
 	"github.com/egressproxy/provider-egressproxy/internal/backend"
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kubernetes/kubernetesdesc"
 )
 
 // TestConnectAppliesPolicy: Connect refuses a resource that breaks its
@@ -113,6 +114,7 @@ func TestConnectAppliesPolicy(t *testing.T) {
 				Kube:    &test.MockClient{MockGet: tc.args.get},
 				Kind:    testKind{},
 				Backend: "kubernetes",
+				Policy:  kubernetesdesc.Backend.Policy,
 				NewConfigs: func() (client.Object, client.Object) {
 					return &v1alpha1.ProviderConfig{}, &v1alpha1.ClusterProviderConfig{}
 				},

@@ -141,6 +141,7 @@ func (c Controller[M, P, O]) Setup(mgr ctrl.Manager, o Options, f BackendFactory
 		Kube:    mgr.GetClient(),
 		Kind:    c.Kind,
 		Backend: b.Name,
+		Policy:  b.Policy,
 		NewConfigs: func() (client.Object, client.Object) {
 			return mustNew[client.Object](s, b.ProviderConfig()), mustNew[client.Object](s, b.ClusterProviderConfig())
 		},

@@ -32,6 +32,7 @@ var Backend = backend.Description{
 		Resource:    "gcp-proxy",
 		ForProvider: forProvider,
 	},
+	Policy: violations,
 }
 
 const errNoZone = "the function input has no gcp.zone: a Composition for the gcp backend must choose the zone of the proxy VMs"

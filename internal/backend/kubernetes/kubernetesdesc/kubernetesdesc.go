@@ -34,6 +34,7 @@ var Backend = backend.Description{
 		Resource:    "kubernetes-proxy",
 		ForProvider: forProvider,
 	},
+	Policy: violations,
 }
 
 // Built-in replicas per size, used where the Composition's input has none.

@@ -33,6 +33,7 @@ var Backend = backend.Description{
 		Resource:    "kvm-proxy",
 		ForProvider: forProvider,
 	},
+	Policy: violations,
 }
 
 const (
