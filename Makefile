@@ -77,7 +77,7 @@ bench: deps tools ## Measure the provider at N MRs per backend against a raw-cli
 # Without the peer: its build would add minutes to a cold CI for figures
 # that mean nothing at N=5.
 bench-smoke: ## Run the bench at N=5 only to prove it works; its figures mean nothing.
-	$(GO) run ./hack/bench -n 5 -poll 20s -peer=false $(if $(BACKENDS),-backends $(BACKENDS))
+	$(GO) run ./hack/bench -n 5 -poll 20s -peer=false -overhead-for 500ms $(if $(BACKENDS),-backends $(BACKENDS))
 
 guest-image: deps ## Build the KVM guest image (Debian, cloud-init, squid) into the cache (first run only).
 	hack/guest-image.sh

@@ -67,12 +67,19 @@ type options struct {
 	providerEnv []string
 	// peer runs provider-kubernetes side by side (kubernetes only).
 	peer bool
+	// overhead measures each backend's data plane (overhead.go), with
+	// concurrency workers for overheadFor per cell; squidExtra are more
+	// squid.conf lines, ";"-separated.
+	overhead    bool
+	concurrency int
+	overheadFor time.Duration
+	squidExtra  string
 }
 
 func main() {
 	o := options{}
 	var backends string
-	flag.IntVar(&o.n, "n", 200, "managed resources per backend")
+	flag.IntVar(&o.n, "n", 200, "managed resources per backend; 0: only the proxy overhead (-overhead)")
 	flag.StringVar(&backends, "backends", strings.Join(registry.Backends.Names(), ","), "comma-separated backends to measure, in order")
 	flag.DurationVar(&o.poll, "poll", time.Minute, "the provider's --poll")
 	flag.DurationVar(&o.steady, "steady", 0, "steady-state window after all are Ready; 0 means one poll interval")
@@ -83,6 +90,10 @@ func main() {
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	flag.BoolVar(&o.peer, "peer", true, "kubernetes: also run the peer provider-kubernetes (hack/tools.sh builds it) on the same four objects per proxy as Objects, and print ours/peer")
+	flag.BoolVar(&o.overhead, "overhead", true, "measure each backend's data plane: real squid with its rendered configuration against the same origin directly (requests per second, p50/p99)")
+	flag.IntVar(&o.concurrency, "overhead-concurrency", 16, "-overhead: requests in flight, directly and through the proxy")
+	flag.DurationVar(&o.overheadFor, "overhead-for", 10*time.Second, "-overhead: how long each cell (mode, direct or proxy) sends requests, after a warm-up of a fifth of it (at most 2s)")
+	flag.StringVar(&o.squidExtra, "overhead-squid", "", "-overhead: squid.conf lines added to every backend's, ;-separated (\"workers 2\"), to try a setting")
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string
@@ -130,10 +141,12 @@ func run(ctx context.Context, o options) error {
 	} else {
 		defer os.RemoveAll(dir) //nolint:errcheck // Best effort.
 	}
-	logf("building the provider from cmd/provider")
-	bin, err := buildProvider(ctx, dir)
-	if err != nil {
-		return err
+	bin := ""
+	if o.n > 0 {
+		logf("building the provider from cmd/provider")
+		if bin, err = buildProvider(ctx, dir); err != nil {
+			return err
+		}
 	}
 	extra := ""
 	if len(o.providerFlags) > 0 {
@@ -144,29 +157,69 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d%s, steady window %s, %d CPUs, load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, extra, o.steady, numCPU(), loadAvg())
+	var ob *overheadBench
+	if o.overhead {
+		if ob, err = newOverheadBench(ctx, o); err != nil {
+			if !report("overhead", err) {
+				return err
+			}
+			ob = nil
+		}
+		if ob != nil {
+			defer ob.stop()
+		}
+	}
 	var failed []string
 	for _, b := range o.backends {
-		r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}
-		res, err := r.run(ctx, benches[b])
-		switch {
-		case errors.Is(err, errMissing) && !testenv.InCI():
-			logf("%s: SKIPPED: %v (CI=true makes this a failure)", b, err)
-		case err != nil:
-			// One backend failing must not hide the figures of the others.
-			logf("%s: FAILED: %v", b, err)
-			failed = append(failed, b)
+		if o.n > 0 {
+			r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}
+			res, err := r.run(ctx, benches[b])
+			if !report(b, err) {
+				failed = append(failed, b)
+			}
+			if res != nil {
+				res.print(os.Stdout)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
-		if res != nil {
-			res.print(os.Stdout)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ob != nil {
+			// After the backend's control plane stopped: the data plane
+			// gets the machine.
+			logf("%s: measuring the proxy overhead", b)
+			res, err := ob.run(ctx, b, benches[b]().dataPlane())
+			if !report(b+" (proxy overhead)", err) {
+				failed = append(failed, b+" (proxy overhead)")
+			}
+			if res != nil {
+				res.print(os.Stdout)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	if len(failed) > 0 {
 		return errors.Errorf("backends failed: %s (see above)", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// report logs err of what and is false when it fails the run: a missing
+// component is a skip unless CI=true.
+func report(what string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errMissing) && !testenv.InCI():
+		logf("%s: SKIPPED: %v (CI=true makes this a failure)", what, err)
+		return true
+	default:
+		// One backend failing must not hide the figures of the others.
+		logf("%s: FAILED: %v", what, err)
+		return false
+	}
 }
 
 // logf reports progress on stderr, so stdout holds only the tables.
