@@ -17,7 +17,13 @@ SPDX-License-Identifier: Apache-2.0
 // server-side apply baseline (the same objects applied, then applied again
 // unchanged, as a poll) and the kube-apiserver's CPU in each phase.
 //
+// After each backend's run it measures the backend's data plane, the
+// proxy overhead (overhead.go): real squid with the configuration the
+// backend renders, its flags and its access log path, against the same
+// origin directly, in a network namespace of its own. -n 0 runs only that.
+//
 //	go run ./hack/bench -n 200 -backends kubernetes,gcp,kvm
+//	go run ./hack/bench -n 0 -overhead-for 3s
 //
 // It prints figures; it asserts nothing. Its exit code says only whether
 // the run itself worked.
@@ -74,6 +80,8 @@ type options struct {
 	concurrency int
 	overheadFor time.Duration
 	squidExtra  string
+	// squidArgs replace every backend's squid flags when set.
+	squidArgs []string
 }
 
 func main() {
@@ -94,12 +102,15 @@ func main() {
 	flag.IntVar(&o.concurrency, "overhead-concurrency", 16, "-overhead: requests in flight, directly and through the proxy")
 	flag.DurationVar(&o.overheadFor, "overhead-for", 10*time.Second, "-overhead: how long each cell (mode, direct or proxy) sends requests, after a warm-up of a fifth of it (at most 2s)")
 	flag.StringVar(&o.squidExtra, "overhead-squid", "", "-overhead: squid.conf lines added to every backend's, ;-separated (\"workers 2\"), to try a setting")
+	var squidArgs string
+	flag.StringVar(&squidArgs, "overhead-squid-args", "", "-overhead: squid's flags before -f for every backend, space-separated, in place of each backend's own (\"--foreground\", which workers need)")
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string
 	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOMEMLIMIT=64MiB")
 	flag.Parse()
 	o.providerEnv = strings.Fields(providerEnv)
+	o.squidArgs = strings.Fields(squidArgs)
 	o.backends = strings.Split(backends, ",")
 	o.providerFlags = strings.Fields(providerFlags)
 	if o.steady == 0 {

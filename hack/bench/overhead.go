@@ -171,6 +171,8 @@ type overheadResult struct {
 	loadAfter   string
 	logPath     string
 	args        string
+	// extra are the lines of -overhead-squid.
+	extra string
 	// goalAddedP99: see dataPlane.
 	goalAddedP99 time.Duration
 	// sameAs names an earlier backend whose squid.conf and log path were
@@ -290,6 +292,9 @@ func proxyParameters() commonv1alpha1.ProxyParameters {
 
 // run measures one backend's data plane.
 func (b *overheadBench) run(ctx context.Context, name string, dp dataPlane) (*overheadResult, error) {
+	if len(b.o.squidArgs) > 0 {
+		dp.args = b.o.squidArgs
+	}
 	res := &overheadResult{backend: name, concurrency: b.o.concurrency, per: b.o.overheadFor, loadBefore: loadAvg()}
 	s, err := b.startSquid(ctx, name, dp)
 	if err != nil {
@@ -298,6 +303,7 @@ func (b *overheadBench) run(ctx context.Context, name string, dp dataPlane) (*ov
 	defer s.stop()
 	res.logPath = s.describe
 	res.args = strings.Join(dp.args, " ")
+	res.extra = b.o.squidExtra
 	res.goalAddedP99 = dp.goalAddedP99
 	// The configuration as the backend renders it, with its own paths.
 	own, err := squid.Render(dp.config(proxyParameters()))
@@ -700,6 +706,9 @@ func get(ctx context.Context, c *http.Client, target string) bool {
 func (r *overheadResult) print(w io.Writer) {
 	fmt.Fprintf(w, "\n## proxy overhead: %s\n\n", r.backend)
 	fmt.Fprintf(w, "squid %s (%s) with the backend's rendered squid.conf; access log: %s. ", r.args, squidVersion(), r.logPath)
+	if r.extra != "" {
+		fmt.Fprintf(w, "Added by -overhead-squid: %q. ", r.extra)
+	}
 	if r.sameAs != "" {
 		fmt.Fprintf(w, "Its squid.conf, flags and access log path are the same as %s's. ", r.sameAs)
 	}
