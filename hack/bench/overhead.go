@@ -211,6 +211,9 @@ type renderedDataPlane struct {
 // newOverheadBench checks the components and starts the namespace and the
 // origin. It fails with errMissing when the machine lacks a component.
 func newOverheadBench(ctx context.Context, o options) (*overheadBench, error) {
+	if o.concurrency < 1 || o.overheadFor <= 0 {
+		return nil, errors.New("-overhead-concurrency and -overhead-for must be positive")
+	}
 	if os.Geteuid() != 0 {
 		return nil, errors.Wrap(errMissing, "the proxy overhead bench needs root (network and mount namespaces)")
 	}
@@ -243,6 +246,7 @@ func newOverheadBench(ctx context.Context, o options) (*overheadBench, error) {
 		logf("overhead state and logs: %s", b.dir)
 	}
 	if b.holder, b.netns, err = startNetNS(ctx); err != nil {
+		b.stop()
 		return nil, errors.Wrap(err, "cannot create the overhead bench's network namespace")
 	}
 	if err := traffic.AddAddresses(b.netns, traffic.AllowedOrigin); err != nil {
@@ -328,11 +332,12 @@ func (b *overheadBench) run(ctx context.Context, name string, dp dataPlane) (*ov
 		}
 		row := overheadRow{mode: m.name}
 		for _, via := range []*url.URL{nil, proxy} {
-			l := load{netns: b.netns, target: target, proxy: via, keepAlive: m.keepAlive, concurrency: b.o.concurrency, roots: b.origin.Roots}
+			l := newLoad(b.netns, target, via, m.keepAlive, b.o.concurrency, b.origin.Roots)
 			// A warm-up, not counted: the first connections, squid's
 			// first authentication.
 			w := l.run(ctx, warm)
 			c := l.run(ctx, b.o.overheadFor)
+			l.close()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -614,39 +619,46 @@ func writeOwned(name string, data []byte, mode os.FileMode, uid, gid int) error 
 }
 
 // A load sends GET target from concurrency workers, each one request at a
-// time, from inside a network namespace, directly or through a proxy.
+// time, from inside a network namespace, directly or through a proxy. Its
+// connections live from one run to the next, so a warm-up's stay open for
+// the cell after it.
 type load struct {
-	netns       string
 	target      string
-	proxy       *url.URL // nil: direct
-	keepAlive   bool
 	concurrency int
-	roots       *x509.CertPool
+	client      *http.Client
+	transport   *http.Transport
+	dials       atomic.Int64
 }
 
-// run sends requests for d and returns what they measured.
-func (l load) run(ctx context.Context, d time.Duration) cell {
+func newLoad(netns, target string, proxy *url.URL, keepAlive bool, concurrency int, roots *x509.CertPool) *load {
+	l := &load{target: target, concurrency: concurrency}
 	dialer := &net.Dialer{Timeout: requestTimeout}
-	var dials atomic.Int64
-	tr := &http.Transport{
+	l.transport = &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
+			l.dials.Add(1)
 			var c net.Conn
-			err := testenv.InNetNS(l.netns, func() (err error) {
+			err := testenv.InNetNS(netns, func() (err error) {
 				c, err = dialer.DialContext(ctx, network, addr)
 				return err
 			})
 			return c, err
 		},
-		DisableKeepAlives:   !l.keepAlive,
-		MaxIdleConnsPerHost: l.concurrency,
-		TLSClientConfig:     &tls.Config{RootCAs: l.roots, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives:   !keepAlive,
+		MaxIdleConnsPerHost: concurrency,
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 	}
-	if l.proxy != nil {
-		tr.Proxy = http.ProxyURL(l.proxy)
+	if proxy != nil {
+		l.transport.Proxy = http.ProxyURL(proxy)
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: requestTimeout}
+	l.client = &http.Client{Transport: l.transport, Timeout: requestTimeout}
+	return l
+}
+
+// close closes the load's idle connections.
+func (l *load) close() { l.transport.CloseIdleConnections() }
+
+// run sends requests for d and returns what they measured.
+func (l *load) run(ctx context.Context, d time.Duration) cell {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -654,6 +666,7 @@ func (l load) run(ctx context.Context, d time.Duration) cell {
 		out cell
 		wg  sync.WaitGroup
 	)
+	l.dials.Store(0)
 	start := time.Now()
 	for range l.concurrency {
 		wg.Add(1)
@@ -663,7 +676,7 @@ func (l load) run(ctx context.Context, d time.Duration) cell {
 			errs := 0
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				ok := get(ctx, client, l.target)
+				ok := get(ctx, l.client, l.target)
 				took := time.Since(t0)
 				if ctx.Err() != nil {
 					// Cut off by the end of the cell.
@@ -683,7 +696,7 @@ func (l load) run(ctx context.Context, d time.Duration) cell {
 	}
 	wg.Wait()
 	out.elapsed = time.Since(start)
-	out.dials = int(dials.Load())
+	out.dials = int(l.dials.Load())
 	return out
 }
 
