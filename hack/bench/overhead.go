@@ -48,8 +48,8 @@ const (
 	// overheadPass stands for a generated password, hashed as the
 	// provider hashes those (backend.HtpasswdCost).
 	overheadPass = "bench-overhead-password-0123456789"
-	// overheadClient is the loopback address the client sends from and
-	// the proxy listens on: the only client CIDR the proxy allows.
+	// overheadClient is the address the client reaches the proxy at, and
+	// so sends from: the only client CIDR the proxy allows.
 	overheadClient = "127.0.0.1"
 
 	squidReadyTimeout = 30 * time.Second
