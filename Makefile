@@ -62,8 +62,9 @@ fuzz: ## Fuzz the squid renderer for a short, bounded time.
 	$(GO) test -run='^$$' -fuzz=FuzzRender -fuzztime=$(FUZZTIME) ./internal/squid/
 
 # make bench [N=1000] [BACKENDS=kubernetes,gcp] [BENCH_ARGS="-poll 20s"] [PEER=0]: see docs/bench.md.
-# PEER=0 leaves out the side-by-side against provider-kubernetes and its
-# build (~2.5 min on 2 cores, first run only).
+# N=0 measures only the proxy overhead. PEER=0 leaves out the side-by-side
+# against provider-kubernetes and its build (~2.5 min on 2 cores, first run
+# only).
 N        ?= 200
 # BACKENDS empty: every backend of internal/backend/registry.
 BACKENDS ?=
@@ -71,13 +72,13 @@ PEER     ?= 1
 PEER_FLAG = -peer=$(if $(filter 1,$(PEER)),true,false)
 .PHONY: bench bench-smoke
 bench: deps tools ## Measure the provider at N MRs per backend against a raw-client baseline and provider-kubernetes (docs/bench.md).
-	$(if $(filter 1,$(PEER)),hack/tools.sh build provider-kubernetes)
+	$(if $(filter 1,$(PEER)),$(if $(filter-out 0,$(N)),hack/tools.sh build provider-kubernetes))
 	$(GO) run ./hack/bench -n $(N) $(if $(BACKENDS),-backends $(BACKENDS)) $(PEER_FLAG) $(BENCH_ARGS)
 
 # Without the peer: its build would add minutes to a cold CI for figures
 # that mean nothing at N=5.
 bench-smoke: ## Run the bench at N=5 only to prove it works; its figures mean nothing.
-	$(GO) run ./hack/bench -n 5 -poll 20s -peer=false $(if $(BACKENDS),-backends $(BACKENDS))
+	$(GO) run ./hack/bench -n 5 -poll 20s -peer=false -overhead-for 500ms $(if $(BACKENDS),-backends $(BACKENDS))
 
 guest-image: deps ## Build the KVM guest image (Debian, cloud-init, squid) into the cache (first run only).
 	hack/guest-image.sh

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gcpv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/gcp/v1alpha1"
+	gcpbackend "github.com/egressproxy/provider-egressproxy/internal/backend/gcp"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake"
 	"github.com/egressproxy/provider-egressproxy/internal/gcpfake/proxyguest"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
@@ -283,4 +284,11 @@ func (g *gcpBench) faults() []fault {
 		},
 		end: func() error { g.fake.ClearFaults(); return nil },
 	}}
+}
+
+// dataPlane: the VM's squid writes its access log to a file and to syslog
+// (the journal), which journalctl hands to squid.TrafficAWK; squid runs as
+// Debian's squid.service starts it.
+func (*gcpBench) dataPlane() dataPlane {
+	return dataPlane{config: gcpbackend.DataPlaneConfig, accessLog: accessLogFile, args: []string{"--foreground", "-sYC"}}
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kvmv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/kvm/v1alpha1"
+	kvmbackend "github.com/egressproxy/provider-egressproxy/internal/backend/kvm"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
@@ -374,4 +375,11 @@ func procName(prog, proc uint32) string {
 		return remoteProcs[proc]
 	}
 	return fmt.Sprintf("program %#x procedure %s", prog, strconv.FormatUint(uint64(proc), 10))
+}
+
+// dataPlane: the VM's squid writes its access log to a file and to syslog
+// (the journal), which journalctl hands to squid.TrafficAWK; squid runs as
+// Debian's squid.service starts it.
+func (*kvmBench) dataPlane() dataPlane {
+	return dataPlane{config: kvmbackend.DataPlaneConfig, accessLog: accessLogFile, args: []string{"--foreground", "-sYC"}}
 }

@@ -17,7 +17,13 @@ SPDX-License-Identifier: Apache-2.0
 // server-side apply baseline (the same objects applied, then applied again
 // unchanged, as a poll) and the kube-apiserver's CPU in each phase.
 //
+// After each backend's run it measures the backend's data plane, the
+// proxy overhead (overhead.go): real squid with the configuration the
+// backend renders, its flags and its access log path, against the same
+// origin directly, in a network namespace of its own. -n 0 runs only that.
+//
 //	go run ./hack/bench -n 200 -backends kubernetes,gcp,kvm
+//	go run ./hack/bench -n 0 -overhead-for 3s
 //
 // It prints figures; it asserts nothing. Its exit code says only whether
 // the run itself worked.
@@ -67,12 +73,21 @@ type options struct {
 	providerEnv []string
 	// peer runs provider-kubernetes side by side (kubernetes only).
 	peer bool
+	// overhead measures each backend's data plane (overhead.go), with
+	// concurrency workers for overheadFor per cell; squidExtra are more
+	// squid.conf lines, ";"-separated.
+	overhead    bool
+	concurrency int
+	overheadFor time.Duration
+	squidExtra  string
+	// squidArgs replace every backend's squid flags when set.
+	squidArgs []string
 }
 
 func main() {
 	o := options{}
 	var backends string
-	flag.IntVar(&o.n, "n", 200, "managed resources per backend")
+	flag.IntVar(&o.n, "n", 200, "managed resources per backend; 0: only the proxy overhead (-overhead)")
 	flag.StringVar(&backends, "backends", strings.Join(registry.Backends.Names(), ","), "comma-separated backends to measure, in order")
 	flag.DurationVar(&o.poll, "poll", time.Minute, "the provider's --poll")
 	flag.DurationVar(&o.steady, "steady", 0, "steady-state window after all are Ready; 0 means one poll interval")
@@ -83,12 +98,19 @@ func main() {
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	flag.BoolVar(&o.peer, "peer", true, "kubernetes: also run the peer provider-kubernetes (hack/tools.sh builds it) on the same four objects per proxy as Objects, and print ours/peer")
+	flag.BoolVar(&o.overhead, "overhead", true, "measure each backend's data plane: real squid with its rendered configuration against the same origin directly (requests per second, p50/p99)")
+	flag.IntVar(&o.concurrency, "overhead-concurrency", 16, "-overhead: requests in flight, directly and through the proxy")
+	flag.DurationVar(&o.overheadFor, "overhead-for", 10*time.Second, "-overhead: how long each cell (mode, direct or proxy) sends requests, after a warm-up of a fifth of it (at most 2s)")
+	flag.StringVar(&o.squidExtra, "overhead-squid", "", "-overhead: squid.conf lines added to every backend's, ;-separated (\"workers 2\"), to try a setting")
+	var squidArgs string
+	flag.StringVar(&squidArgs, "overhead-squid-args", "", "-overhead: squid's flags before -f for every backend, space-separated, in place of each backend's own (\"--foreground\", which workers need)")
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string
 	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOMEMLIMIT=64MiB")
 	flag.Parse()
 	o.providerEnv = strings.Fields(providerEnv)
+	o.squidArgs = strings.Fields(squidArgs)
 	o.backends = strings.Split(backends, ",")
 	o.providerFlags = strings.Fields(providerFlags)
 	if o.steady == 0 {
@@ -130,10 +152,12 @@ func run(ctx context.Context, o options) error {
 	} else {
 		defer os.RemoveAll(dir) //nolint:errcheck // Best effort.
 	}
-	logf("building the provider from cmd/provider")
-	bin, err := buildProvider(ctx, dir)
-	if err != nil {
-		return err
+	bin := ""
+	if o.n > 0 {
+		logf("building the provider from cmd/provider")
+		if bin, err = buildProvider(ctx, dir); err != nil {
+			return err
+		}
 	}
 	extra := ""
 	if len(o.providerFlags) > 0 {
@@ -145,28 +169,67 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d%s, steady window %s, %d CPUs, load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, extra, o.steady, numCPU(), loadAvg())
 	var failed []string
-	for _, b := range o.backends {
-		r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}
-		res, err := r.run(ctx, benches[b])
+	var ob *overheadBench
+	if o.overhead {
+		ob, err = newOverheadBench(ctx, o)
 		switch {
-		case errors.Is(err, errMissing) && !testenv.InCI():
-			logf("%s: SKIPPED: %v (CI=true makes this a failure)", b, err)
-		case err != nil:
-			// One backend failing must not hide the figures of the others.
-			logf("%s: FAILED: %v", b, err)
-			failed = append(failed, b)
+		case !report("proxy overhead", err):
+			// The control plane's figures still come.
+			failed = append(failed, "proxy overhead")
+		case ob != nil:
+			defer ob.stop()
 		}
-		if res != nil {
-			res.print(os.Stdout)
+	}
+	for _, b := range o.backends {
+		if o.n > 0 {
+			r := &runner{o: o, providerBin: bin, dir: filepath.Join(dir, b), backend: b}
+			res, err := r.run(ctx, benches[b])
+			if !report(b, err) {
+				failed = append(failed, b)
+			}
+			if res != nil {
+				res.print(os.Stdout)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ob != nil {
+			// After the backend's control plane stopped: the data plane
+			// gets the machine.
+			logf("%s: measuring the proxy overhead", b)
+			res, err := ob.run(ctx, b, benches[b]().dataPlane())
+			if !report(b+" (proxy overhead)", err) {
+				failed = append(failed, b+" (proxy overhead)")
+			}
+			if res != nil {
+				res.print(os.Stdout)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	if len(failed) > 0 {
 		return errors.Errorf("backends failed: %s (see above)", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// report logs err of what and is false when it fails the run: a missing
+// component is a skip unless CI=true.
+func report(what string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errMissing) && !testenv.InCI():
+		logf("%s: SKIPPED: %v (CI=true makes this a failure)", what, err)
+		return true
+	default:
+		// One backend failing must not hide the figures of the others.
+		logf("%s: FAILED: %v", what, err)
+		return false
+	}
 }
 
 // logf reports progress on stderr, so stdout holds only the tables.

@@ -289,31 +289,9 @@ func newPeerNetNS(ctx context.Context, ports []string, dir string) (*peerNetNS, 
 		return nil, errors.Wrap(err, "cannot create the peer's folder")
 	}
 	n := &peerNetNS{dir: dir}
-	n.holder = exec.Command("unshare", "--net", "sleep", "infinity")
-	n.holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n.holder.Start(); err != nil {
+	var err error
+	if n.holder, n.path, err = startNetNS(ctx); err != nil {
 		return nil, errors.Wrap(err, "cannot create the peer's network namespace")
-	}
-	n.path = fmt.Sprintf("/proc/%d/ns/net", n.holder.Process.Pid)
-	host, _ := os.Readlink("/proc/self/ns/net")
-	for i := 0; ; i++ {
-		if l, err := os.Readlink(n.path); err == nil && l != host {
-			break
-		}
-		if i == 100 {
-			n.stop()
-			return nil, errors.New("the peer's network namespace did not appear")
-		}
-		select {
-		case <-ctx.Done():
-			n.stop()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if out, err := exec.CommandContext(ctx, "nsenter", "-t", fmt.Sprint(n.holder.Process.Pid), "-n", "--", "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil { //nolint:gosec // Our own holder.
-		n.stop()
-		return nil, errors.Wrapf(err, "cannot bring up the peer's loopback: %s", out)
 	}
 	for _, port := range ports {
 		addr := "127.0.0.1:" + port
@@ -469,4 +447,42 @@ func (r *result) printPeer(w io.Writer, pr *peerResult) {
 		}
 		p("| %s %s | %s | %s |\n", k.target, k.verb, num(pr.converge[k]/n), steady)
 	}
+}
+
+// startNetNS starts a process that holds a new network namespace, with
+// loopback up, until it is killed (and dies with the bench), and returns it
+// and the namespace's path.
+func startNetNS(ctx context.Context) (*exec.Cmd, string, error) {
+	holder := exec.Command("unshare", "--net", "sleep", "infinity")
+	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := holder.Start(); err != nil {
+		return nil, "", errors.Wrap(err, "cannot start the namespace's holder")
+	}
+	kill := func() {
+		_ = holder.Process.Kill()
+		_ = holder.Wait()
+	}
+	path := fmt.Sprintf("/proc/%d/ns/net", holder.Process.Pid)
+	host, _ := os.Readlink("/proc/self/ns/net")
+	for i := 0; ; i++ {
+		// unshare enters the namespace before it runs sleep.
+		if l, err := os.Readlink(path); err == nil && l != host {
+			break
+		}
+		if i == 100 {
+			kill()
+			return nil, "", errors.New("the network namespace did not appear")
+		}
+		select {
+		case <-ctx.Done():
+			kill()
+			return nil, "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "nsenter", "--net="+path, "--", "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil { //nolint:gosec // Our own holder.
+		kill()
+		return nil, "", errors.Wrapf(err, "cannot bring up loopback: %s", out)
+	}
+	return holder, path, nil
 }

@@ -61,6 +61,9 @@ type bench interface {
 	baseline(ctx context.Context, r *runner) (*baselineResult, error)
 	// stop stops what start started.
 	stop()
+	// dataPlane is the squid configuration and access log path of the
+	// backend's proxies, for the proxy overhead bench (overhead.go).
+	dataPlane() dataPlane
 }
 
 // benches are the backends' benches, each registered from the backend's

@@ -22,27 +22,6 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
-// syslogWrapper runs squid in a private mount namespace whose /dev is the
-// folder in EGRESSPROXY_TEST_DEV: the host's null, zero, random and urandom,
-// a shm of its own, and the test's own log socket, so squid's syslog reaches the test and
-// nothing else.
-const syslogWrapper = `#!/bin/sh
-set -e
-if [ -z "$EGRESSPROXY_TEST_INNER" ]; then
-  EGRESSPROXY_TEST_INNER=1 exec unshare -m --propagation private "$0" "$@"
-fi
-dev=$EGRESSPROXY_TEST_DEV
-for f in null zero random urandom; do
-  : >"$dev/$f"
-  mount --bind "/dev/$f" "$dev/$f"
-done
-ln -sfn /proc/self/fd "$dev/fd"
-mkdir -p "$dev/shm"
-mount -t tmpfs -o mode=1777 tmpfs "$dev/shm"
-mount --rbind "$dev" /dev
-exec "$EGRESSPROXY_TEST_SQUID" "$@"
-`
-
 // TestAccessLogSyslogWithSquid shows what a VM's journal gets with
 // AccessLogSyslog: one syslog message per request at the facility and
 // priority asked for, whose text is the JSON line, and that TrafficAWK counts
@@ -73,7 +52,7 @@ func TestAccessLogSyslogWithSquid(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(t.TempDir(), "squid")
-	if err := os.WriteFile(wrapper, []byte(syslogWrapper), 0o700); err != nil { //nolint:gosec // A script the test runs.
+	if err := os.WriteFile(wrapper, []byte(testenv.DevLogWrapper), 0o700); err != nil { //nolint:gosec // A script the test runs.
 		t.Fatal(err)
 	}
 	t.Setenv("EGRESSPROXY_TEST_DEV", dev)

@@ -14,6 +14,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -57,7 +58,9 @@ func StartOrigin(netns string, addrs ...string) (*Origin, error) {
 				o.Close()
 				return nil, errors.Wrapf(err, errFmtListen, addr)
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			// ErrorLog: a client cut off mid-handshake (a load that
+			// ends) is no error of the origin's, and would fill stderr.
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 			if port == "443" {
 				l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 			}
