@@ -37,14 +37,14 @@ func TestFailures(t *testing.T) {
 		},
 		"BothRefusedBriefly": {
 			reason:  "Both passwords refused for less than maxRefusedWindow is tolerated.",
-			records: []traffic.Record{rec(0, "old", 407), rec(500, "new", 407), rec(1500, "new", 200)},
+			records: []traffic.Record{rec(0, "old", 407), rec(500, "new", 407), rec(3400, "new", 200)},
 			o:       either,
 		},
 		"BothRefused": {
 			reason:  "Both passwords refused for longer than maxRefusedWindow is an outage.",
-			records: []traffic.Record{rec(0, "old", 200), rec(100, "old", 407), rec(900, "new", 407), rec(2500, "new", 200)},
+			records: []traffic.Record{rec(0, "old", 200), rec(100, "old", 407), rec(900, "new", 407), rec(10500, "new", 200)},
 			o:       either,
-			want:    []string{"13:00:02.500: every password refused for 2.4s"},
+			want:    []string{"13:00:10.500: every password refused for 10.4s"},
 		},
 		"StableRefused": {
 			reason:  "A probe both configurations allow must always get 200; errors and 5xx always fail.",
