@@ -55,8 +55,8 @@ const (
 var _ = registerBench(cluster.BackendKubernetes, func() bench { return &kubeBench{} })
 
 // kubeBench runs KubernetesProxy against the control plane itself as the
-// target cluster, with kube-controller-manager and kwok's fake nodes so
-// that Deployments become available.
+// target cluster, with kube-controller-manager, kube-scheduler and kwok's
+// fake nodes so that Deployments become available.
 type kubeBench struct {
 	c      *cluster.Cluster
 	target *rest.Config
