@@ -15,7 +15,7 @@ TEST_TIMEOUT ?= 40m
 # 20000 runs take ~8 s on 2 cores.
 FUZZTIME  ?= 20000x
 # The real components the tests run against.
-TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kubelet kwok crossplane crossplane-core
+TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kwok crossplane crossplane-core
 
 .PHONY: all generate check-generate build vet fmt-check tidy-check deps tools \
         test unit-test e2e fuzz xpkg reviewable dev run clean help guest-image

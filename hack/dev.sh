@@ -8,8 +8,8 @@
 #    As root it also builds the real node's squid image (hack/squid-image.sh;
 #    make dev builds the KVM guest image).
 # 2. Runs hack/dev (Go): a local Crossplane control plane - kube-apiserver,
-#    etcd, kube-controller-manager, a real node (kubelet, containerd; kwok
-#    with fake nodes where that cannot run), Crossplane core, the
+#    etcd, kube-controller-manager, kube-scheduler, a real node (kubelet,
+#    containerd; kwok with fake nodes where that cannot run), Crossplane core, the
 #    composition function, the provider, the XRD and Compositions, the
 #    backends' ProviderConfigs and test doubles (a private libvirtd booting
 #    the real guest image) - then the example claims of examples/composition
@@ -27,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=$ROOT/_output/dev-build
 mkdir -p "$BUILD"
-TOOLS=(etcd kube-apiserver kubectl kube-controller-manager kwok kubelet crossplane crossplane-core)
+TOOLS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kubelet crossplane crossplane-core)
 t0=$SECONDS
 
 step() { printf '[dev %4ss] %s\n' "$((SECONDS - t0))" "$*"; }

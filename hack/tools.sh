@@ -3,8 +3,8 @@
 # proxy, once, into a cache keyed by version that a working tree and CI share.
 #
 #   hack/tools.sh build NAME...   build what is missing (etcd kube-apiserver kubectl
-#                                 kube-controller-manager kubelet kwok crossplane crossplane-core
-#                                 provider-kubernetes)
+#                                 kube-controller-manager kube-scheduler kubelet kwok crossplane
+#                                 crossplane-core provider-kubernetes)
 #   hack/tools.sh path NAME       print the binary's path (builds it if missing)
 #   hack/tools.sh envtest         print a folder holding etcd + kube-apiserver + kubectl
 #   hack/tools.sh cached NAME     print the binary's path only if it is built (exit 1 if not)
@@ -32,7 +32,7 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 version_of() {
   case "$1" in
     etcd) echo "$ETCD_VERSION" ;;
-    kube-apiserver|kubectl|kube-controller-manager|kubelet) echo "$K8S_VERSION" ;;
+    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet) echo "$K8S_VERSION" ;;
     kwok) echo "$KWOK_VERSION" ;;
     crossplane) echo "$CROSSPLANE_CLI_VERSION" ;;
     crossplane-core) echo "$CROSSPLANE_CORE_VERSION" ;;
@@ -71,8 +71,8 @@ build_etcd() {
 # to its published version instead so the module builds outside its repo.
 k8s_wrapper() {
   local w=$CACHE/src/kubernetes-$K8S_VERSION
-  # .ready-r2: the wrapper also covers cmd/kubelet; an older wrapper is re-tidied.
-  if [ ! -f "$w/.ready-r2" ]; then
+  # .ready-r3: the wrapper also covers cmd/kube-scheduler; an older wrapper is re-tidied.
+  if [ ! -f "$w/.ready-r3" ]; then
     wrapper "$w" "k8s.io/kubernetes@$K8S_VERSION"
     ( cd "$w"
       local mod
@@ -88,12 +88,13 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
       go mod tidy >/dev/null
-      touch .ready-r2 )
+      touch .ready-r3 )
   fi
   echo "$w"
 }
@@ -158,7 +159,7 @@ ensure() {
   local start=$SECONDS
   case "$name" in
     etcd) build_etcd "$out.tmp" ;;
-    kube-apiserver|kubectl|kube-controller-manager|kubelet) build_k8s "$name" "$out.tmp" ;;
+    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet) build_k8s "$name" "$out.tmp" ;;
     kwok) build_kwok "$out.tmp" ;;
     crossplane) build_crossplane "$out.tmp" ;;
     crossplane-core) build_crossplane-core "$out.tmp" ;;

@@ -55,8 +55,8 @@ const (
 var _ = registerBench(cluster.BackendKubernetes, func() bench { return &kubeBench{} })
 
 // kubeBench runs KubernetesProxy against the control plane itself as the
-// target cluster, with kube-controller-manager and kwok's fake nodes so
-// that Deployments become available.
+// target cluster, with kube-controller-manager, kube-scheduler and kwok's
+// fake nodes so that Deployments become available.
 type kubeBench struct {
 	c      *cluster.Cluster
 	target *rest.Config
@@ -72,8 +72,8 @@ func (k *kubeBench) gvk() schema.GroupVersionKind {
 func (k *kubeBench) start(ctx context.Context, r *runner) (*env, error) {
 	// One replica per proxy (no PodDisruptionBudget): the provider's, the
 	// peer's and the baselines' pods, on enough fake nodes.
-	if kube.BinDir() == "" || toolCached("kube-controller-manager") == "" || toolCached("kwok") == "" {
-		return nil, errors.Wrap(errMissing, "kube-apiserver, etcd, kube-controller-manager or kwok is not built (hack/tools.sh build)")
+	if kube.BinDir() == "" || toolCached("kube-controller-manager") == "" || toolCached("kube-scheduler") == "" || toolCached("kwok") == "" {
+		return nil, errors.Wrap(errMissing, "kube-apiserver, etcd, kube-controller-manager, kube-scheduler or kwok is not built (hack/tools.sh build)")
 	}
 	c, err := cluster.StartBare(ctx, cluster.Options{Dir: r.dir, Nodes: 4*r.o.n/podsPerNode + 1, Logf: logf})
 	if err != nil {

@@ -140,8 +140,8 @@ type cpuMark struct {
 }
 
 // markAPIServer reads the CPU time of the kube-apiserver the bench started.
-// It is the apiserver's whole CPU: kube-controller-manager, kwok and the
-// bench's own polls load it too.
+// It is the apiserver's whole CPU: kube-controller-manager, kube-scheduler,
+// kwok and the bench's own polls load it too.
 func markAPIServer() cpuMark {
 	pid := childPID("kube-apiserver")
 	if pid == 0 {

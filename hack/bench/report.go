@@ -200,14 +200,15 @@ func (r *result) print(w io.Writer) {
 // printSSA compares the provider (its hand-written compare against the
 // watch cache) with the POST baseline and the server-side apply baseline.
 // The apiserver's CPU is the whole kube-apiserver process's over the phase:
-// kube-controller-manager, kwok and the bench's polls load it too.
+// kube-controller-manager, kube-scheduler, kwok and the bench's polls load
+// it too.
 func (r *result) printSSA(w io.Writer, b *baselineResult, s *ssaResult) {
 	n := float64(r.n)
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
 	row := func(figure, ours, post, ssa string, o, pb, sb float64) {
 		p("| %s | %s | %s | %s | %s | %s |\n", figure, ours, post, ssa, ratio(o, sb), ratio(sb, pb))
 	}
-	p("\nserver-side apply baseline: %s. apiserver CPU is the whole kube-apiserver's over the phase: kube-controller-manager, kwok and the bench's polls load it too.\n\n", s.what)
+	p("\nserver-side apply baseline: %s. apiserver CPU is the whole kube-apiserver's over the phase: kube-controller-manager, kube-scheduler, kwok and the bench's polls load it too.\n\n", s.what)
 	p("| figure | provider | POST baseline | SSA baseline | ours/SSA | SSA/POST |\n|---|---|---|---|---|---|\n")
 	row("time to all exist (provider: all Synced)", secs(r.synced), secs(b.exist), secs(s.exist), r.synced.Seconds(), b.exist.Seconds(), s.exist.Seconds())
 	row("time to all Ready (baselines: every Deployment available)", secs(r.ready), secs(b.ready), secs(s.ready), r.ready.Seconds(), b.ready.Seconds(), s.ready.Seconds())

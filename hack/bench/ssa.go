@@ -70,8 +70,9 @@ type ssaResult struct {
 
 // ssaBaseline applies, per MR, the four objects of the POST baseline in
 // ssaNamespace, at its concurrency and client rate limit, waits until the
-// Deployments are available (so that kube-controller-manager and kwok are
-// done with them), then applies every object again.
+// Deployments are available (so that kube-controller-manager,
+// kube-scheduler and kwok are done with them), then applies every object
+// again.
 func (k *kubeBench) ssaBaseline(ctx context.Context, r *runner, watcher kubernetes.Interface) (*ssaResult, error) {
 	objs, err := applyObjects(r.o.n)
 	if err != nil {
@@ -103,8 +104,8 @@ func (k *kubeBench) ssaBaseline(ctx context.Context, r *runner, watcher kubernet
 
 // reapply applies every object again, unchanged, once, and then waits for
 // the rest of one poll, so that the apiserver's CPU over it compares with
-// the provider's steady window (both hold kube-controller-manager's and
-// kwok's background load).
+// the provider's steady window (both hold kube-controller-manager's,
+// kube-scheduler's and kwok's background load).
 func (k *kubeBench) reapply(ctx context.Context, r *runner, objs [][]*unstructured.Unstructured, res *ssaResult) error {
 	// The resourceVersions before, read uncounted: kube-controller-manager
 	// may have written a Deployment's status since it was applied.

@@ -69,14 +69,14 @@ type env struct {
 }
 
 // startEnv brings up a kube-apiserver with the provider's CRDs,
-// kube-controller-manager, kwok and a scheduler (so the kubernetes
+// kube-controller-manager, kwok and kube-scheduler (so the kubernetes
 // backend's Deployments become available), and builds the provider.
 func startEnv(t *testing.T) *env {
 	t.Helper()
 	if kube.BinDir() == "" {
 		testenv.Missing(t, "the envtest binaries are not built (hack/tools.sh build etcd kube-apiserver kubectl)")
 	}
-	for _, tool := range []string{"kube-controller-manager", "kwok"} {
+	for _, tool := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
 		testenv.Tool(t, tool)
 	}
 	ctx := t.Context()

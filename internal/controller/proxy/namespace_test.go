@@ -31,6 +31,7 @@ func TestNamespaceDeletionWithController(t *testing.T) {
 		testenv.Missing(t, "the envtest binaries are not built (hack/tools.sh cached-envtest)")
 	}
 	testenv.Tool(t, "kube-controller-manager")
+	testenv.Tool(t, "kube-scheduler")
 	testenv.Tool(t, "kwok")
 	c, err := cluster.StartBare(t.Context(), cluster.Options{Nodes: 1, Logf: t.Logf})
 	if err != nil {

@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,23 +20,28 @@ import (
 
 // StartBare brings up only what makes Deployments become available: the
 // kube-apiserver and etcd with the provider's CRDs, kube-controller-manager,
-// kwok with fake nodes and a scheduler (or the binder). No Crossplane, no
-// function, no provider: tests that run the provider themselves (the kill -9
-// suite) start it with StartProcess. On error it stops what it started.
+// kwok with fake nodes and kube-scheduler. No Crossplane, no function, no
+// provider: tests that run the provider themselves (the kill -9 suite) start
+// it with StartProcess. On error it stops what it started.
 func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Nodes == 0 {
 		o.Nodes = defaultNodes
 	}
 	c := &Cluster{opts: o, Dir: o.Dir}
 	c.Tools.KubeControllerManager = cached("kube-controller-manager")
+	c.Tools.KubeScheduler = cached("kube-scheduler")
 	c.Tools.Kwok = cached("kwok")
 	var missing []string
-	if c.Tools.KubeControllerManager == "" {
-		missing = append(missing, "kube-controller-manager")
+	for name, p := range map[string]string{
+		"kube-controller-manager": c.Tools.KubeControllerManager,
+		"kube-scheduler":          c.Tools.KubeScheduler,
+		"kwok":                    c.Tools.Kwok,
+	} {
+		if p == "" {
+			missing = append(missing, name)
+		}
 	}
-	if c.Tools.Kwok == "" {
-		missing = append(missing, "kwok")
-	}
+	slices.Sort(missing)
 	if len(missing) > 0 {
 		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
@@ -54,7 +60,7 @@ func StartBare(ctx context.Context, o Options) (*Cluster, error) {
 		{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startBareControlPlane},
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
 		{name: "kwok and fake nodes", log: "kwok.log", fn: c.startNodes},
-		{name: "pod binder", fn: c.startScheduler},
+		{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
 	}
 	for _, s := range steps {
 		sctx, cancel := context.WithTimeout(ctx, defaultTimeout)

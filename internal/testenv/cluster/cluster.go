@@ -7,8 +7,8 @@ SPDX-License-Identifier: Apache-2.0
 // Package cluster brings up a local Crossplane control plane that behaves
 // like a real cluster, from binaries hack/tools.sh builds: kube-apiserver and
 // etcd (envtest), kube-controller-manager (garbage collection, Deployments),
-// a real node (package node: kubelet, containerd, the squid image; kwok's
-// fake nodes where it cannot run), Crossplane core, the composition
+// kube-scheduler, a real node (package node: kubelet, containerd, the squid
+// image; kwok's fake nodes where it cannot run), Crossplane core, the composition
 // function, the provider, the XRD and Compositions, and the backends'
 // ProviderConfigs and test doubles (the GCE fake, a private libvirtd that
 // boots the real guest image). The end-to-end suite and make dev share it.
@@ -122,8 +122,6 @@ type Cluster struct {
 	sup            *supervisor
 	tempDir        bool
 	crossplaneCRDs string
-	stopBinder     context.CancelFunc
-	binderDone     chan struct{}
 	registry       *ociregistry.Registry
 	runtime        *pkgruntime.Runtime
 	packageProcs   map[string]*Process // by name, what the runtime runs
@@ -207,7 +205,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// KubernetesProxy pods run squid on the real node; kwok's fake
 		// nodes stand in only where a real node cannot run.
 		{name: "a real node (or kwok's fake nodes)", fn: c.startAnyNodes},
-		{name: "pod binder", fn: c.startScheduler},
+		{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
 		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
 		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
 		{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
@@ -289,10 +287,6 @@ func (c *Cluster) Keep() { c.tempDir = false }
 // Stop stops every process, newest first, and the control plane, and
 // removes the state folder if Start made it.
 func (c *Cluster) Stop() {
-	if c.stopBinder != nil {
-		c.stopBinder()
-		<-c.binderDone
-	}
 	if c.stopRuntime != nil {
 		c.stopRuntime()
 	}

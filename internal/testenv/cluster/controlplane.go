@@ -20,13 +20,15 @@ import (
 )
 
 const (
-	errKCM = "kube-controller-manager exited"
+	errKCM       = "kube-controller-manager exited"
+	errScheduler = "kube-scheduler exited"
 
 	envStartTimeout = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
 
-	// kcmSettle is how long kube-controller-manager must stay up to count
-	// as started: it serves nothing (--secure-port=0) to probe.
-	kcmSettle = time.Second
+	// settle is how long kube-controller-manager and kube-scheduler must
+	// stay up to count as started: they serve nothing (--secure-port=0) to
+	// probe.
+	settle = time.Second
 )
 
 // startControlPlane starts kube-apiserver and etcd with Crossplane's CRDs
@@ -94,10 +96,34 @@ func (c *Cluster) startKCM(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return settled(ctx, p, errKCM)
+}
+
+// startScheduler runs kube-scheduler with its default profile: it places
+// pods on the real node or on kwok's fake nodes by their nodeSelector,
+// tolerations and resources, as on any cluster. Like
+// kube-controller-manager it runs alone (--leader-elect=false) and serves
+// nothing (--secure-port=0).
+func (c *Cluster) startScheduler(ctx context.Context) error {
+	args := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}
+	p, err := c.sup.start("kube-scheduler", c.Tools.KubeScheduler, args, nil)
+	if err != nil {
+		return err
+	}
+	return settled(ctx, p, errScheduler)
+}
+
+// settled waits until p has stayed up for settle, and fails with msg if it
+// exits first.
+func settled(ctx context.Context, p *Process, msg string) error {
 	select {
 	case <-p.Exited():
-		return errors.Wrap(p.Err(), errKCM)
-	case <-time.After(kcmSettle):
+		return errors.Wrap(p.Err(), msg)
+	case <-time.After(settle):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

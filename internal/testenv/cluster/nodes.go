@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
@@ -141,29 +139,6 @@ func (c *Cluster) nodeReady(ctx context.Context, i int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// startScheduler binds pending pods to the nodes (binder): nothing the
-// proxies need from kube-scheduler is missing, and one tool less is built.
-func (c *Cluster) startScheduler(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return errors.Wrap(err, errClient)
-	}
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.stopBinder = cancel
-	done := make(chan struct{})
-	c.binderDone = done
-	go func() {
-		defer close(done)
-		b := &binder{kube: cs, log: c.logf}
-		// Errors are transient (a pod deleted meanwhile): try again.
-		_ = wait.PollUntilContextCancel(bctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			b.bindPending(ctx)
-			return false, nil
-		})
-	}()
-	return nil
 }
 
 // A real node: a kubelet, containerd and runc in network and mount

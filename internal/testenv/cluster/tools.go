@@ -27,6 +27,8 @@ type Tools struct {
 	// KubeControllerManager runs the garbage collector and the Deployment
 	// and ReplicaSet controllers.
 	KubeControllerManager string
+	// KubeScheduler places pods on the nodes.
+	KubeScheduler string
 	// Kwok fakes the kubelets of the nodes.
 	Kwok string
 	// CrossplaneCore is the Crossplane controller (crossplane core start).
@@ -51,6 +53,7 @@ func FindTools() (Tools, []string) {
 	}
 	t := Tools{
 		KubeControllerManager: get("kube-controller-manager"),
+		KubeScheduler:         get("kube-scheduler"),
 		Kwok:                  get("kwok"),
 		CrossplaneCore:        get("crossplane-core"),
 		Crossplane:            get("crossplane"),
