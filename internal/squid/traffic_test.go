@@ -134,25 +134,15 @@ func TestTrafficAWKLines(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "traffic")
-			cmd := exec.Command(awk, "-v", "out="+out, TrafficAWK) //nolint:gosec,noctx // The test's own awk.
-			cmd.Stdin = strings.NewReader(strings.Join(tc.lines, "\n") + "\n")
-			printed, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("awk: %v", err)
-			}
+			printed, b := runTrafficAWK(t, awk, tc.lines)
 			want := tc.printed
 			if want == nil {
 				want = tc.lines
 			}
-			if diff := cmp.Diff(want, splitLines(string(printed))); diff != "" {
+			if diff := cmp.Diff(want, printed); diff != "" {
 				t.Errorf("\n%s\nprinted: -want, +got:\n%s", tc.reason, diff)
 			}
-			b, err := os.ReadFile(out) //nolint:gosec // The test's own file.
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := ParseTraffic(string(b))
+			got, ok := ParseTraffic(b)
 			if !ok {
 				t.Fatalf("\n%s\ntraffic file %q does not parse", tc.reason, b)
 			}
@@ -161,6 +151,24 @@ func TestTrafficAWKLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runTrafficAWK runs TrafficAWK with awk and args over lines, and returns
+// the lines it printed and the traffic file it wrote.
+func runTrafficAWK(t *testing.T, awk string, lines []string, args ...string) ([]string, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "traffic")
+	cmd := exec.Command(awk, append(args, "-v", "out="+out, TrafficAWK)...) //nolint:gosec,noctx // The test's own awk.
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	printed, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("awk: %v", err)
+	}
+	b, err := os.ReadFile(out) //nolint:gosec // The test's own file.
+	if err != nil {
+		t.Fatal(err)
+	}
+	return splitLines(string(printed)), string(b)
 }
 
 func splitLines(s string) []string {
@@ -224,30 +232,20 @@ func TestTrafficAWKJournal(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "traffic")
-			cmd := exec.Command(awk, "-v", "journal=1", "-v", "out="+out, TrafficAWK) //nolint:gosec,noctx // The test's own awk.
-			cmd.Stdin = strings.NewReader(strings.Join(tc.lines, "\n") + "\n")
-			printed, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("awk: %v", err)
-			}
+			printed, b := runTrafficAWK(t, awk, tc.lines, "-v", "journal=1")
 			if tc.printed != nil {
-				if diff := cmp.Diff(tc.printed, splitLines(string(printed))); diff != "" {
+				if diff := cmp.Diff(tc.printed, printed); diff != "" {
 					t.Errorf("\n%s\nprinted: -want, +got:\n%s", tc.reason, diff)
 				}
 			}
-			b, err := os.ReadFile(out) //nolint:gosec // The test's own file.
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := ParseTraffic(string(b))
+			got, ok := ParseTraffic(b)
 			if !ok {
 				t.Fatalf("\n%s\ntraffic file %q does not parse", tc.reason, b)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\ntraffic: -want, +got:\n%s", tc.reason, diff)
 			}
-			if want := tc.want.String() + " cursor=" + tc.wantCursor + "\n"; string(b) != want {
+			if want := tc.want.String() + " cursor=" + tc.wantCursor + "\n"; b != want {
 				t.Errorf("\n%s\ntraffic file: want %q, got %q", tc.reason, want, b)
 			}
 		})
