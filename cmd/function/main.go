@@ -5,7 +5,7 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Command function serves function-egressproxy, the composition function of
-// the EgressProxy claim, over gRPC.
+// the EgressProxyClaim and the namespaced EgressProxy XR, over gRPC.
 package main
 
 import (

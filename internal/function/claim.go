@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// KindClaim is the kind of the claim the XRD offers.
-const KindClaim = "EgressProxy"
+// KindClaim is the kind of the claim the XRD offers (package/configuration).
+const KindClaim = "EgressProxyClaim"
 
 // requiredClaim names the function's requirement for the XR's claim.
 const requiredClaim = "claim"
@@ -25,8 +25,8 @@ const requiredClaim = "claim"
 const (
 	errGetClaimRef      = "cannot read spec.claimRef of the composite resource"
 	errGetClaim         = "cannot read the claim the composite resource references"
-	errFmtNoClaimRef    = "%s %s has no spec.claimRef: it must be created through an %s claim, whose namespace the proxy is composed in"
-	errFmtBadClaimRef   = "%s %s has a spec.claimRef to %s %s/%s, not to an %s claim of its own API group"
+	errFmtNoClaimRef    = "%s %s has no spec.claimRef: it must be created through an %s, whose namespace the proxy is composed in"
+	errFmtBadClaimRef   = "%s %s has a spec.claimRef to %s %s/%s, not to an %s of its own API group"
 	errFmtBadClaimNS    = "%s %s has a spec.claimRef to namespace %q, which is not a namespace name"
 	errFmtNoClaim       = "%s %s references claim %s/%s in spec.claimRef, which does not exist: nothing is composed for it"
 	errFmtClaimNotMine  = "%s %s references claim %s/%s in spec.claimRef, but that claim's spec.resourceRef does not name this %s: nothing is composed for it"
@@ -63,8 +63,8 @@ type claimRef struct {
 	Namespace  string `json:"namespace"`
 }
 
-// claimOf returns the XR's claimRef if it can reference an EgressProxy
-// claim. It does not prove the claim exists or is the XR's: anyone who may
+// claimOf returns the XR's claimRef if it can reference an EgressProxyClaim.
+// It does not prove the claim exists or is the XR's: anyone who may
 // create an XR may write any claimRef (or claim label) on it.
 func claimOf(xr *composite.Unstructured) (claimRef, error) {
 	ref := claimRef{}

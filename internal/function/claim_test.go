@@ -38,14 +38,14 @@ func claimRefJSON(kind, ns, name string) string {
 // claimOfXR returns claim ns/name as Crossplane fetches it, bound to XR xrName.
 func claimOfXR(ns, name, xrName string) map[string]*fnv1.Resources {
 	return map[string]*fnv1.Resources{requiredClaim: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(fmt.Sprintf(
-		`{"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxy", "metadata": {"name": %q, "namespace": %q},
+		`{"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxyClaim", "metadata": {"name": %q, "namespace": %q},
 		  "spec": {"resourceRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy", "name": %q}}}`, name, ns, xrName))}}}}
 }
 
 func requirementsFor(ns, name string) *fnv1.Requirements {
 	return &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredClaim: {
 		ApiVersion: "egressproxy.io/v1alpha1",
-		Kind:       "EgressProxy",
+		Kind:       "EgressProxyClaim",
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: name},
 		Namespace:  ptr.To(ns),
 	}}}
@@ -85,7 +85,7 @@ func TestRunFunctionClaim(t *testing.T) {
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
-				Observed:          &fnv1.State{Composite: xrClaimed("web-x7k2p", "team-b", claimRefJSON("EgressProxy", "team-a", "web"))},
+				Observed:          &fnv1.State{Composite: xrClaimed("web-x7k2p", "team-b", claimRefJSON("EgressProxyClaim", "team-a", "web"))},
 				RequiredResources: claimed(),
 			}},
 			want: want{rsp: composedRsp(&fnv1.State{
@@ -104,14 +104,14 @@ func TestRunFunctionClaim(t *testing.T) {
 				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", "")},
 				RequiredResources: claimOfXR("team-b", "web", "web-x7k2p"),
 			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has no spec.claimRef: it must be created through an EgressProxy claim, whose namespace the proxy is composed in"))},
+			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in"))},
 		},
 		"ForgedClaimRef": {
 			reason: "An XR whose claimRef names another team's claim, which is bound to another XR, is claim-less: nothing is composed in that team's namespace.",
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
-				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxy", "team-b", "web"))},
+				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "team-b", "web"))},
 				RequiredResources: claimOfXR("team-b", "web", "web-x7k2p"),
 			}},
 			want: want{rsp: withRequirements(rsp(nil, fatal(
@@ -123,7 +123,7 @@ func TestRunFunctionClaim(t *testing.T) {
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
-				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxy", "team-b", "ghost"))},
+				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "team-b", "ghost"))},
 				RequiredResources: map[string]*fnv1.Resources{requiredClaim: {}},
 			}},
 			want: want{rsp: withRequirements(rsp(nil, fatal(
@@ -131,20 +131,20 @@ func TestRunFunctionClaim(t *testing.T) {
 				requirementsFor("team-b", "ghost"))},
 		},
 		"ClaimRefToOtherKind": {
-			reason: "A claimRef must name an EgressProxy: no other kind proves where the proxy goes.",
+			reason: "A claimRef must name an EgressProxyClaim: no other kind proves where the proxy goes.",
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    in,
 				Observed: &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("Secret", "team-b", "web"))},
 			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has a spec.claimRef to Secret team-b/web, not to an EgressProxy claim of its own API group"))},
+			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has a spec.claimRef to Secret team-b/web, not to an EgressProxyClaim of its own API group"))},
 		},
 		"ClaimRefBadNamespace": {
 			reason: "A claimRef namespace that is not a namespace name is rejected before anything is asked for.",
 			args: args{req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    in,
-				Observed: &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxy", "Team_B", "web"))},
+				Observed: &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "Team_B", "web"))},
 			}},
 			want: want{rsp: rsp(nil, fatal(`XEgressProxy evil has a spec.claimRef to namespace "Team_B", which is not a namespace name`))},
 		},

@@ -5,7 +5,8 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Package function is function-egressproxy, the composition function that
-// turns an EgressProxy into exactly one managed resource of the backend its
+// turns an egress proxy request (an EgressProxyClaim's XR or a namespaced
+// EgressProxy) into exactly one managed resource of the backend its
 // Composition names, and reports the proxy's endpoint, egress IP and
 // connection details back. It serves both shapes of the API: a claim's
 // cluster-scoped XR (apiextensions.crossplane.io/v1, LegacyCluster) and a

@@ -26,7 +26,7 @@ const (
 	xrJSON = `{
 		"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy",
 		"metadata": {"name": "web-x7k2p", "labels": {"crossplane.io/claim-name": "web", "crossplane.io/claim-namespace": "team-a"}},
-		"spec": {"claimRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxy", "name": "web", "namespace": "team-a"},
+		"spec": {"claimRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxyClaim", "name": "web", "namespace": "team-a"},
 		         "port": 3128, "allowedClientCIDRs": ["10.0.0.0/8"], "allowedDestinations": [".example.com"],
 		         "allowedConnectPorts": [443], "allowedHTTPPorts": [80], "credentialsSecretRef": {"name": "web-creds"}, "size": "%s"}}`
 	xrNoClaimJSON = `{
@@ -39,7 +39,7 @@ const (
 
 	// claimJSON is the claim of the XR above, as Crossplane returns it for
 	// the function's requirement.
-	claimJSON = `{"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxy",
+	claimJSON = `{"apiVersion": "egressproxy.io/v1alpha1", "kind": "EgressProxyClaim",
 		"metadata": {"name": "web", "namespace": "team-a"},
 		"spec": {"resourceRef": {"apiVersion": "egressproxy.io/v1alpha1", "kind": "XEgressProxy", "name": "web-x7k2p"}}}`
 )
@@ -54,7 +54,7 @@ func claimed() map[string]*fnv1.Resources {
 func claimRequirements() *fnv1.Requirements {
 	return &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredClaim: {
 		ApiVersion: "egressproxy.io/v1alpha1",
-		Kind:       "EgressProxy",
+		Kind:       "EgressProxyClaim",
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: "web"},
 		Namespace:  ptr.To("team-a"),
 	}}}
@@ -156,7 +156,7 @@ func TestRunFunction(t *testing.T) {
 				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
 				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xrNoClaimJSON)}},
 			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no spec.claimRef: it must be created through an EgressProxy claim, whose namespace the proxy is composed in"))},
+			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in"))},
 		},
 		"GCPNoZone": {
 			reason: "A gcp Composition without a zone cannot compose a VM: a fatal result.",

@@ -92,12 +92,12 @@ func TestRunFunctionNamespaced(t *testing.T) {
 		"ForgedClaimLabelAndRef": {
 			reason: "A claim namespace label and a claimRef written on a namespaced XR name another team's namespace: they are ignored, and nothing is asked for.",
 			args: args{xr: nsXR(`, "labels": {"crossplane.io/claim-name": "web", "crossplane.io/claim-namespace": "team-b"}`,
-				claimRefJSON("EgressProxy", "team-b", "web"))},
+				claimRefJSON("EgressProxyClaim", "team-b", "web"))},
 			want: nsComposedRsp("team-a", "web-proxy-connection"),
 		},
 		"ForgedRequiredClaim": {
 			reason: "Even a claim in another namespace, bound to an XR of this name, does not move a namespaced XR's proxy there.",
-			args:   args{xr: nsXR("", claimRefJSON("EgressProxy", "team-b", "web")), required: claimOfXR("team-b", "web", "web")},
+			args:   args{xr: nsXR("", claimRefJSON("EgressProxyClaim", "team-b", "web")), required: claimOfXR("team-b", "web", "web")},
 			want:   nsComposedRsp("team-a", "web-proxy-connection"),
 		},
 		"ObservedReady": {
@@ -117,7 +117,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 			reason: "A cluster-scoped XR's spec.writeConnectionSecretToRef is Crossplane's (in crossplane-system): it never names the managed resource's Secret.",
 			args: args{
 				xr: xrClaimed("web-x7k2p", "team-a",
-					claimRefJSON("EgressProxy", "team-a", "web")+`"writeConnectionSecretToRef": {"name": "0b1c", "namespace": "crossplane-system"},`),
+					claimRefJSON("EgressProxyClaim", "team-a", "web")+`"writeConnectionSecretToRef": {"name": "0b1c", "namespace": "crossplane-system"},`),
 				required: claimOfXR("team-a", "web", "web-x7k2p"),
 			},
 			want: func() *fnv1.RunFunctionResponse {

@@ -57,7 +57,7 @@ const (
 )
 
 var (
-	gvClaim      = schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "EgressProxy"}
+	gvClaim      = schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "EgressProxyClaim"}
 	gvXR         = schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "XEgressProxy"}
 	gvK8sProxy   = schema.GroupVersionKind{Group: "kubernetes.m.egressproxy.io", Version: "v1alpha1", Kind: "KubernetesProxy"}
 	gvGCPProxy   = schema.GroupVersionKind{Group: "gcp.m.egressproxy.io", Version: "v1alpha1", Kind: "GCPProxy"}

@@ -187,7 +187,7 @@ func xrFor(claim map[string]any) map[string]any {
 			spec[k] = v
 		}
 	}
-	spec["claimRef"] = map[string]any{"apiVersion": xrAPIVersion, "kind": "EgressProxy", "name": name, "namespace": ns}
+	spec["claimRef"] = map[string]any{"apiVersion": xrAPIVersion, "kind": "EgressProxyClaim", "name": name, "namespace": ns}
 	return map[string]any{
 		"apiVersion": xrAPIVersion,
 		"kind":       "XEgressProxy",

@@ -164,7 +164,7 @@ func TestValidateRejects(t *testing.T) {
 	image, cache := offlineValidateCache(t, cli, dir)
 	claim := writeDocs(t, dir, "bad.yaml", map[string]any{
 		"apiVersion": xrAPIVersion,
-		"kind":       "EgressProxy",
+		"kind":       "EgressProxyClaim",
 		"metadata":   map[string]any{"name": "bad", "namespace": "team-a"},
 		"spec": map[string]any{
 			"port":                70000,

@@ -112,7 +112,7 @@ type KubernetesProxyStatus struct {
 // +kubebuilder:printcolumn:name="EGRESS-IP",type="string",JSONPath=".status.atProvider.egressIPs[0]"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,egressproxy}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,egressproxy-all}
 type KubernetesProxy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -77,7 +77,7 @@ type ProviderConfigSpec struct {
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,egressproxy-all}
 // +kubebuilder:validation:XValidation:rule="self.spec.credentials.source == 'Secret'",message="spec.credentials.source must be Secret in a namespaced ProviderConfig: the provider's own identity is only for a ClusterProviderConfig, so a team cannot borrow the platform's credentials"
 // +kubebuilder:validation:XValidation:rule="self.spec.uri.matches('^qemu([+](ssh|tls))?://[^/?#]+')",message="spec.uri must reach a host over qemu+ssh:// or qemu+tls:// in a namespaced ProviderConfig: local sockets (qemu:///, qemu+unix://, test://) reach the provider's own libvirt and are only for a ClusterProviderConfig"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.socketPath)",message="spec.socketPath must not be set in a namespaced ProviderConfig: local sockets reach the provider's own libvirt and are only for a ClusterProviderConfig"
@@ -106,7 +106,7 @@ type ProviderConfigList struct {
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,egressproxy}
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,egressproxy-all}
 type ClusterProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

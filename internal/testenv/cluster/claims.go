@@ -22,7 +22,7 @@ import (
 
 // ClaimGVK is the kind app teams create (package/configuration/xrd.yaml).
 func ClaimGVK() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "EgressProxy"}
+	return schema.GroupVersionKind{Group: "egressproxy.io", Version: "v1alpha1", Kind: "EgressProxyClaim"}
 }
 
 // CompositeGVK is the composite resource kind a claim gets.
@@ -55,7 +55,7 @@ func (c *Cluster) Get(ctx context.Context, gvk schema.GroupVersionKind, namespac
 // Trace runs crossplane beta trace on a claim, with extra args such as
 // "-o", "json".
 func (c *Cluster) Trace(ctx context.Context, namespace, name string, args ...string) (string, error) {
-	a := append([]string{"beta", "trace", "egressproxies.egressproxy.io", name, "-n", namespace}, args...)
+	a := append([]string{"beta", "trace", "egressproxyclaims.egressproxy.io", name, "-n", namespace}, args...)
 	cmd := exec.CommandContext(ctx, c.Tools.Crossplane, a...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	var stderr strings.Builder
