@@ -101,10 +101,11 @@ func withClass(c backend.Class, err error) error {
 // the server refuses.
 func permanentTransportError(err error) bool {
 	var ke *knownhosts.KeyError
+	var re *knownhosts.RevokedError
 	var ce *tls.CertificateVerificationError
 	var ue x509.UnknownAuthorityError
 	var he x509.HostnameError
-	return errors.As(err, &ke) || errors.As(err, &ce) || errors.As(err, &ue) || errors.As(err, &he) ||
+	return errors.As(err, &ke) || errors.As(err, &re) || errors.As(err, &ce) || errors.As(err, &ue) || errors.As(err, &he) ||
 		strings.Contains(err.Error(), "unable to authenticate")
 }
 

@@ -127,7 +127,9 @@ func (b *Backend) buildSeed(ctx context.Context, d Desired, mac string) (seed, e
 
 // iso builds the NoCloud seed: an ISO 9660 image labelled cidata holding
 // user-data, meta-data and network-config. The writer stages the files in a
-// temporary directory, so the provider needs a writable TMPDIR.
+// temporary directory under os.TempDir (TMPDIR, else /tmp) and removes it, so
+// the provider needs a small writable TMPDIR: with readOnlyRootFilesystem,
+// a memory emptyDir at /tmp (examples/runtime/provider-egressproxy.yaml).
 func (s seed) iso() ([]byte, error) {
 	w, err := iso9660.NewWriter()
 	if err != nil {

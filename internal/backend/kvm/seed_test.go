@@ -151,3 +151,30 @@ func TestSeedHtpasswdCost(t *testing.T) {
 		})
 	}
 }
+
+// TestSeedWritesOnlyUnderTempDir checks the seed ISO is staged under
+// TMPDIR and nowhere else, and leaves nothing there: the provider runs with
+// a read-only root file system and a memory emptyDir at /tmp
+// (examples/runtime/provider-egressproxy.yaml).
+func TestSeedWritesOnlyUnderTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("HOME", filepath.Join(t.TempDir(), "absent"))
+	b := testBackend(newFake(), nil)
+	sd, err := b.buildSeed(context.Background(), desired(), MACAddress(testUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sd.iso(); err != nil {
+		t.Fatalf("iso with a writable TMPDIR: %v", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("iso left %d entries in TMPDIR: %v", len(left), left)
+	}
+	// With TMPDIR absent the build fails: it uses TMPDIR, not another
+	// writable place such as /tmp or HOME.
+	t.Setenv("TMPDIR", filepath.Join(tmp, "absent"))
+	if _, err := sd.iso(); err == nil {
+		t.Error("iso succeeded with TMPDIR absent: it writes somewhere else")
+	}
+}

@@ -7,11 +7,8 @@ SPDX-License-Identifier: Apache-2.0
 package dialer
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"net"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -28,7 +25,6 @@ const (
 	errFmtUnknownHost  = "known_hosts has no key for %s: host key verification is mandatory"
 	errSSHDial         = "cannot connect over SSH"
 	errFmtRemoteSock   = "cannot reach the libvirt socket %s over SSH"
-	errTempFile        = "cannot stage known_hosts for parsing"
 )
 
 // sshDialer reaches a remote libvirt socket through an SSH connection, as
@@ -56,11 +52,13 @@ func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
 	if err != nil {
 		return nil, backend.Permanent(errors.Wrap(err, errParseKey))
 	}
-	check, err := hostKeyCallback(c.KnownHosts)
+	// Parsed in memory: the provider may run with a read-only root file
+	// system and no writable TMPDIR.
+	db, err := parseKnownHosts(c.KnownHosts)
 	if err != nil {
-		return nil, err
+		return nil, backend.Permanent(err)
 	}
-	algos, err := hostKeyAlgorithms(check, addr)
+	algos, err := hostKeyAlgorithms(db, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +72,7 @@ func newSSH(t Target, u *url.URL) (socket.Dialer, error) {
 		config: &ssh.ClientConfig{
 			User:              user,
 			Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
-			HostKeyCallback:   check,
+			HostKeyCallback:   db.callback,
 			HostKeyAlgorithms: algos,
 		},
 		timeout: DialTimeout,
@@ -122,55 +120,18 @@ func (c *sshConn) Close() error {
 	return err
 }
 
-// hostKeyCallback parses known_hosts. knownhosts only reads files, so the
-// content is staged in a private temporary file that is removed at once:
-// the parsed database lives in memory.
-func hostKeyCallback(knownHosts []byte) (ssh.HostKeyCallback, error) {
-	f, err := os.CreateTemp("", "known_hosts-")
-	if err != nil {
-		return nil, errors.Wrap(err, errTempFile)
-	}
-	defer os.Remove(f.Name()) //nolint:errcheck // Best effort; it holds public keys only.
-	if _, err := f.Write(knownHosts); err != nil {
-		_ = f.Close()
-		return nil, errors.Wrap(err, errTempFile)
-	}
-	if err := f.Close(); err != nil {
-		return nil, errors.Wrap(err, errTempFile)
-	}
-	cb, err := knownhosts.New(f.Name())
-	if err != nil {
-		return nil, backend.Permanent(errors.Wrap(err, errParseKnownHosts))
-	}
-	return cb, nil
-}
-
 // hostKeyAlgorithms returns the algorithms of the keys known_hosts holds for
 // addr. Without them the server picks its preferred host key, which fails
-// verification when known_hosts lists another of its keys. Asking the
-// callback about a throw-away key is the knownhosts way to list them.
-func hostKeyAlgorithms(check ssh.HostKeyCallback, addr string) ([]string, error) {
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, errors.Wrap(err, errParseKnownHosts)
-	}
-	probe, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		return nil, errors.Wrap(err, errParseKnownHosts)
-	}
-	tcp, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		// Names resolve at dial time; the callback only needs the port.
-		tcp = &net.TCPAddr{}
-	}
-	var ke *knownhosts.KeyError
-	if !errors.As(check(addr, tcp, probe), &ke) || len(ke.Want) == 0 {
+// verification when known_hosts lists another of its keys.
+func hostKeyAlgorithms(db *knownHosts, addr string) ([]string, error) {
+	keys := db.keysFor(addr)
+	if len(keys) == 0 {
 		return nil, backend.Permanent(errors.Errorf(errFmtUnknownHost, knownhosts.Normalize(addr)))
 	}
 	var algos []string
 	seen := map[string]bool{}
-	for _, k := range ke.Want {
-		for _, a := range algorithmsFor(k.Key.Type()) {
+	for _, k := range keys {
+		for _, a := range algorithmsFor(k.Type()) {
 			if !seen[a] {
 				seen[a] = true
 				algos = append(algos, a)
