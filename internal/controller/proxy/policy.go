@@ -30,7 +30,9 @@ const (
 	errFmtNoPolicy    = "provider config %T carries no policy the provider can read"
 	errFmtNoCheck     = "the backend of provider config %T has no policy check"
 	errFmtGetNS       = "cannot get namespace %q to match it against %s.namespaceSelector"
-	errFmtNSForbidden = "cannot evaluate %s.namespaceSelector: the provider may not get namespaces: grant the ClusterRole " + NamespacesClusterRole
+	errFmtNSForbidden = "cannot evaluate %s.namespaceSelector: the provider's ServiceAccount may not %s namespaces; " +
+		"it needs get, list and watch on namespaces: bind the ClusterRole " + NamespacesClusterRole +
+		" (examples/rbac/provider-egressproxy.yaml, docs/platform.md)"
 )
 
 // NamespacesClusterRole is the ClusterRole (examples/rbac) that lets the
@@ -66,7 +68,16 @@ func (n *namespaces) get(ctx context.Context, name, rules string) (*corev1.Names
 	if kerrors.IsForbidden(err) {
 		// Nothing in the resource or its config can fix it: the
 		// platform must grant the role.
-		return nil, backend.Permanent(errors.Errorf(errFmtNSForbidden, rules))
+		return nil, backend.Permanent(errors.Errorf(errFmtNSForbidden, rules, "get"))
+	}
+	if err != nil {
+		return nil, errors.Wrapf(err, errFmtGetNS, name, rules)
+	}
+	// The cache lists namespaces before it serves one: with get alone its
+	// informer would never sync either.
+	err = n.direct.List(pctx, &corev1.NamespaceList{}, client.Limit(1))
+	if kerrors.IsForbidden(err) {
+		return nil, backend.Permanent(errors.Errorf(errFmtNSForbidden, rules, "list"))
 	}
 	if err != nil {
 		return nil, errors.Wrapf(err, errFmtGetNS, name, rules)

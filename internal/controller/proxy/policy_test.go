@@ -146,24 +146,48 @@ func TestPolicyRefusesDirectResources(t *testing.T) {
 }
 
 // TestPolicyNamespacesForbidden: a provider without the namespaces
-// ClusterRole cannot evaluate a namespaceSelector. The resource's Synced
-// condition names the missing permission and the role that grants it at the
-// first reconcile, rather than reporting an informer that can never sync
-// when the reconcile times out.
+// ClusterRole, or with only get of it, cannot evaluate a namespaceSelector.
+// The resource's Synced condition names the missing permission and the role
+// that grants it at the first reconcile, rather than reporting an informer
+// that can never sync when the reconcile times out.
 func TestPolicyNamespacesForbidden(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		rules  []rbacv1.PolicyRule
+		verb   string
+	}{
+		"None": {
+			reason: "Without the role the direct get is refused.",
+			verb:   "get",
+		},
+		"GetOnly": {
+			reason: "With get alone the cache's list would be refused, and its informer would never sync.",
+			rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}},
+			verb:   "list",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Log(tc.reason)
+			testNamespacesForbidden(t, strings.ToLower(name), tc.rules, tc.verb)
+		})
+	}
+}
+
+func testNamespacesForbidden(t *testing.T, suffix string, extra []rbacv1.PolicyRule, verb string) {
 	e := kube.Shared(t)
 	platform := e.Namespace(t, "platform")
-	team := e.Namespace(t, "nsforbidden")
+	team := e.Namespace(t, "nsforbidden-"+suffix)
 	user := "provider-without-namespaces-" + team
 	// Everything the provider uses in this test but namespaces.
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
+		Rules: append([]rbacv1.PolicyRule{
 			{APIGroups: []string{v1alpha1.Group}, Resources: []string{"*"}, Verbs: []string{"*"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets", "events", "configmaps"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-		},
+		}, extra...),
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
@@ -191,7 +215,8 @@ func TestPolicyNamespacesForbidden(t *testing.T) {
 		}}), mg)
 	cleanUp(t, e, mg)
 	start := time.Now()
-	want := fmt.Sprintf(`cannot evaluate ClusterProviderConfig %q spec.policy.namespaceSelector: the provider may not get namespaces: grant the ClusterRole provider-egressproxy:namespaces`, name)
+	want := fmt.Sprintf(`cannot evaluate ClusterProviderConfig %q spec.policy.namespaceSelector: the provider's ServiceAccount may not %s namespaces; `+
+		`it needs get, list and watch on namespaces: bind the ClusterRole provider-egressproxy:namespaces`, name, verb)
 	kube.Eventually(t, "Synced=False naming the permission", func() (bool, string) {
 		c, err := synced(e.Client, mg)
 		return err == nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want), fmt.Sprint(c, err)
