@@ -47,6 +47,13 @@ func TestValidate(t *testing.T) {
 	// steps too, against the input CRD.
 	resources := append(append(append(claims, rendered), compositions...), repoPath("package", "configuration", "xrd.yaml"))
 	resources = append(append(append(resources, nsXRs...), nsCompositions...), repoPath("package", "configuration-namespaced", "xrd.yaml"))
+	// The runtime configs (DeploymentRuntimeConfig, ImageConfig) against
+	// Crossplane's own schemas.
+	runtimes, _ := filepath.Glob(repoPath("examples", "runtime", "*.yaml"))
+	if len(runtimes) == 0 {
+		t.Fatal("no runtime configs in examples/runtime")
+	}
+	resources = append(resources, runtimes...)
 
 	stdout, stderr, err := runCLI(t, cli, "beta", "validate", extensions, strings.Join(resources, ","),
 		"--cache-dir="+cache, "--crossplane-image="+image, "--error-on-missing-schemas")
