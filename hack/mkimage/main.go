@@ -16,10 +16,12 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"strings"
 	"time"
@@ -58,11 +60,30 @@ type Options struct {
 	User string
 	// ExposedPorts, such as 9443/tcp.
 	ExposedPorts []string
+	// Labels of the image config: the OCI annotations keys
+	// (org.opencontainers.image.*) a registry and a scanner show.
+	Labels map[string]string
 }
+
+// OCI image label keys (github.com/opencontainers/image-spec annotations.md).
+const (
+	LabelSource   = "org.opencontainers.image.source"
+	LabelLicenses = "org.opencontainers.image.licenses"
+	LabelTitle    = "org.opencontainers.image.title"
+	LabelVersion  = "org.opencontainers.image.version"
+	LabelRevision = "org.opencontainers.image.revision"
+)
+
+// Defaults of the labels every image of the project carries.
+const (
+	defaultSource   = "https://github.com/egressproxy/provider-egressproxy"
+	defaultLicenses = "Apache-2.0"
+)
 
 func main() {
 	o := Options{}
-	var ref, out, args, ports string
+	var ref, out, args, ports, source, licenses string
+	var labels []string
 	flag.StringVar(&o.Binary, "binary", "", "Static linux binary to put into the image (required).")
 	flag.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary, recorded as the image's architecture.")
 	flag.StringVar(&o.Path, "path", "", "Path of the binary in the image, its entrypoint. Default: /<binary file name>.")
@@ -71,6 +92,15 @@ func main() {
 	flag.StringVar(&ports, "expose", "", "Space-separated ports the image exposes, such as 9443/tcp.")
 	flag.StringVar(&ref, "ref", "", "Image reference recorded in the tarball, such as registry/repo:tag (required).")
 	flag.StringVar(&out, "o", "", "Output tarball (required).")
+	flag.StringVar(&source, "source", defaultSource, "The image's "+LabelSource+" label.")
+	flag.StringVar(&licenses, "licenses", defaultLicenses, "The image's "+LabelLicenses+" label (SPDX).")
+	flag.Func("label", "A further image label, key=value; repeatable, and overrides the derived ones.", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return errors.Errorf("label %q is not key=value", v)
+		}
+		labels = append(labels, v)
+		return nil
+	})
 	flag.Parse()
 	if o.Binary == "" || ref == "" || out == "" {
 		flag.Usage()
@@ -78,6 +108,11 @@ func main() {
 	}
 	o.Args = strings.Fields(args)
 	o.ExposedPorts = strings.Fields(ports)
+	o.Labels = ociLabels(o.Binary, ref, source, licenses)
+	for _, l := range labels {
+		k, v, _ := strings.Cut(l, "=")
+		o.Labels[k] = v
+	}
 	if err := write(o, ref, out); err != nil {
 		fmt.Fprintf(os.Stderr, "mkimage: %v\n", err)
 		os.Exit(1)
@@ -94,6 +129,32 @@ func write(o Options, ref, out string) error {
 		return errors.Wrap(err, errParseRef)
 	}
 	return errors.Wrap(tarball.WriteToFile(out, tag, img), errWrite)
+}
+
+// ociLabels returns the OCI labels of an image of binary tagged ref: the
+// title and version from the reference
+// (registry/org/provider-egressproxy:v0.1.0), the revision from the VCS
+// stamp Go's build wrote into the binary, else from git in the working
+// directory (GOFLAGS=-buildvcs=false turns the stamp off), else left out.
+func ociLabels(binary, ref, source, licenses string) map[string]string {
+	l := map[string]string{LabelSource: source, LabelLicenses: licenses}
+	if tag, err := name.NewTag(ref); err == nil {
+		l[LabelTitle] = path.Base(tag.RepositoryStr())
+		l[LabelVersion] = tag.TagStr()
+	}
+	if bi, err := buildinfo.ReadFile(binary); err == nil {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				l[LabelRevision] = s.Value
+			}
+		}
+	}
+	if l[LabelRevision] == "" {
+		if b, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			l[LabelRevision] = strings.TrimSpace(string(b))
+		}
+	}
+	return l
 }
 
 // Build returns the image. It is reproducible: the same binary gives the
@@ -128,6 +189,12 @@ func Build(o Options) (v1.Image, error) {
 	cf.Config.Cmd = o.Args
 	cf.Config.User = o.User
 	cf.Config.Env = []string{"PATH=/"}
+	if len(o.Labels) > 0 {
+		cf.Config.Labels = map[string]string{}
+		for k, v := range o.Labels {
+			cf.Config.Labels[k] = v
+		}
+	}
 	if len(o.ExposedPorts) > 0 {
 		cf.Config.ExposedPorts = map[string]struct{}{}
 		for _, p := range o.ExposedPorts {

@@ -24,7 +24,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "image.tar")
-	o := Options{Binary: bin, User: "65532:65532", ExposedPorts: []string{"9443/tcp"}}
+	o := Options{Binary: bin, User: "65532:65532", ExposedPorts: []string{"9443/tcp"}, Labels: ociLabels(bin, "xpkg.example.org/egressproxy/fn:v0.1.0", defaultSource, defaultLicenses)}
 	if err := write(o, "xpkg.example.org/fn:v0.1.0", out); err != nil {
 		t.Fatalf("write(...): %v", err)
 	}
@@ -41,9 +41,10 @@ func TestWrite(t *testing.T) {
 		Platform   string
 		Entrypoint []string
 		User       string
+		Labels     map[string]string
 	}
-	want := config{Platform: "linux/amd64", Entrypoint: []string{"/function"}, User: "65532:65532"}
-	got := config{Platform: cf.OS + "/" + cf.Architecture, Entrypoint: cf.Config.Entrypoint, User: cf.Config.User}
+	want := config{Platform: "linux/amd64", Entrypoint: []string{"/function"}, User: "65532:65532", Labels: o.Labels}
+	got := config{Platform: cf.OS + "/" + cf.Architecture, Entrypoint: cf.Config.Entrypoint, User: cf.Config.User, Labels: cf.Config.Labels}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("image config: -want, +got:\n%s", diff)
 	}
@@ -88,4 +89,33 @@ func TestWrite(t *testing.T) {
 	if d1 != d2 {
 		t.Errorf("Build(...) is not reproducible: %s != %s", d1, d2)
 	}
+}
+
+func TestOCILabels(t *testing.T) {
+	// A binary that is no Go binary has no VCS stamp, and outside a git
+	// checkout git knows no commit: no revision label.
+	t.Chdir(t.TempDir())
+	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(mustGetwd(t)))
+	bin := filepath.Join(t.TempDir(), "provider")
+	if err := os.WriteFile(bin, []byte("#!binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		LabelSource:   defaultSource,
+		LabelLicenses: defaultLicenses,
+		LabelTitle:    "provider-egressproxy",
+		LabelVersion:  "v0.1.0",
+	}
+	if diff := cmp.Diff(want, ociLabels(bin, "registry.example.com:5000/egressproxy/provider-egressproxy:v0.1.0", defaultSource, defaultLicenses)); diff != "" {
+		t.Errorf("ociLabels: -want +got:\n%s", diff)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -102,7 +103,34 @@ func TestXpkg(t *testing.T) {
 			if diff := cmp.Diff(w, got); diff != "" {
 				t.Errorf("package %s: -want +got:\n%s", name, diff)
 			}
+			if w.Entrypoint != nil {
+				checkOCILabels(t, name, cf.Config.Labels)
+			}
 		})
+	}
+}
+
+// checkOCILabels checks a runtime image carries the OCI labels registries
+// and scanners show: where its source is, under which license, what it is,
+// its version and the commit it was built from.
+func checkOCILabels(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	want := map[string]string{
+		"org.opencontainers.image.source":   "https://github.com/egressproxy/provider-egressproxy",
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.title":    name,
+		"org.opencontainers.image.version":  "v0.0.0-test",
+	}
+	for k, v := range want {
+		if labels[k] != v {
+			t.Errorf("%s: label %s = %q, want %q", name, k, labels[k], v)
+		}
+	}
+	// The commit, when the tree is a git checkout (Go stamps it then).
+	if _, err := os.Stat(repoPath(".git")); err == nil {
+		if rev := labels["org.opencontainers.image.revision"]; !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(rev) {
+			t.Errorf("%s: label org.opencontainers.image.revision = %q, want the commit", name, rev)
+		}
 	}
 }
 
