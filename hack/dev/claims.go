@@ -134,7 +134,7 @@ func conditionSummary(u *unstructured.Unstructured) string {
 // Secret; never the values, which hold the proxy's password.
 func report(ctx context.Context, c *cluster.Cluster, ns string, claims []claim) {
 	for _, cl := range claims {
-		fmt.Printf("\n[dev] crossplane beta trace egressproxy %s -n %s\n", cl.name, ns)
+		fmt.Printf("\n[dev] crossplane beta trace egressproxyclaim %s -n %s\n", cl.name, ns)
 		out, err := c.Trace(ctx, ns, cl.name, "-o", "wide")
 		fmt.Print(out)
 		if err != nil {

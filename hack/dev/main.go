@@ -111,9 +111,9 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf(`
 [dev] Everything is running (%s since start).
       export KUBECONFIG=%s
-      kubectl get egressproxy -n %s          # the claims
+      kubectl get egressproxyclaim -n %s     # the claims
       kubectl get managed -A                  # their managed resources
-      %s beta trace egressproxy NAME -n %s
+      %s beta trace egressproxyclaim NAME -n %s
       Logs: %s
       Ctrl-C stops everything.
 `, p.since(), c.Kubeconfig, o.namespace, c.Tools.Crossplane, o.namespace, c.LogDir)
