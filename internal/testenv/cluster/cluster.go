@@ -204,14 +204,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	}()
 	// The control plane runs inside the real node's network namespace,
 	// so the node's namespaces come first and its kubelet last.
-	if err := c.runSteps(ctx, []step{{name: "real node: namespaces and containerd", fn: c.newRealNode}}); err != nil {
+	if err := c.runSteps(ctx, []step{{name: "real node: namespaces and containerd", log: "containerd.log", fn: c.newRealNode}}); err != nil {
 		return err
 	}
 	steps := []step{
-		{name: "kube-apiserver and etcd (in the node)", fn: c.startNodeControlPlane},
+		{name: "kube-apiserver and etcd (in the node)", log: "kube-apiserver.log", fn: c.startNodeControlPlane},
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
 		{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
-		{name: "kubelet: the real node Ready", fn: c.startKubelet},
+		{name: "kubelet: the real node Ready", log: "kubelet.log", fn: c.startKubelet},
 	}
 	if c.Node == nil {
 		steps = []step{

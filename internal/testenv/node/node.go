@@ -9,7 +9,9 @@ SPDX-License-Identifier: Apache-2.0
 // hack/squid-image.sh builds (no registry).
 //
 // The whole node lives in a network namespace and a private mount namespace
-// that the harness creates: the CNI bridge, the pods, and whatever the test
+// that the harness creates: the CNI bridge, the pods, the control plane
+// (etcd and kube-apiserver, StartControlPlane; the host reaches the
+// apiserver through a forwarder on its loopback), and whatever the test
 // runs there with InNetNS (an origin server, a client). No packet targets an
 // address outside it, and every mount the node makes (overlays, secrets,
 // pod network namespaces) vanishes with the namespace. Stop kills what it
@@ -131,6 +133,9 @@ type Config struct {
 	// ControlPlane are the programs of the control plane that Start runs
 	// inside the node's network namespace (StartControlPlane).
 	ControlPlane ControlPlaneBinaries
+	// LogDir receives the logs of the node's programs (NAME.log); the
+	// node's own folder, which Stop removes, when empty.
+	LogDir string
 }
 
 // Node is a running node.
@@ -204,6 +209,14 @@ func New(ctx context.Context, t testing.TB, cfg Config) *Node {
 }
 
 func (n *Node) path(elem ...string) string { return filepath.Join(append([]string{n.dir}, elem...)...) }
+
+// logPath is the log of one of the node's programs.
+func (n *Node) logPath(name string) string {
+	if n.cfg.LogDir != "" {
+		return filepath.Join(n.cfg.LogDir, name+".log")
+	}
+	return n.path(name + ".log")
+}
 
 func (n *Node) start(ctx context.Context, cfg Config) error {
 	// The holder only keeps the namespaces alive; everything else enters
@@ -348,7 +361,7 @@ func (n *Node) waitFile(ctx context.Context, p string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return errors.Errorf(errFmtNoFile, p, n.path("containerd.log"))
+	return errors.Errorf(errFmtNoFile, p, n.logPath("containerd"))
 }
 
 // nsenter returns a command that runs in the node's namespaces. nsenter
@@ -362,7 +375,7 @@ func (n *Node) nsenter(args ...string) *exec.Cmd {
 }
 
 func (n *Node) startProc(name string, args ...string) error {
-	log, err := os.Create(n.path(name + ".log"))
+	log, err := os.Create(n.logPath(name))
 	if err != nil {
 		return err
 	}
@@ -394,7 +407,7 @@ func (n *Node) exited() string {
 // Log returns the tail of a component's log ("containerd", "etcd",
 // "kube-apiserver", "kubelet").
 func (n *Node) Log(name string, lines int) string {
-	b, _ := os.ReadFile(n.path(name + ".log")) //nolint:gosec // Our own file.
+	b, _ := os.ReadFile(n.logPath(name)) //nolint:gosec // Our own file.
 	l := bytes.Split(b, []byte("\n"))
 	if len(l) > lines {
 		l = l[len(l)-lines:]
