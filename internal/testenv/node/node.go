@@ -130,6 +130,12 @@ type Config struct {
 	Images  Images
 	// KubeletArgs are extra flags of the kubelet.
 	KubeletArgs []string
+	// ClusterDNS is the cluster DNS Service's IP the kubelet gives pods
+	// (dnsPolicy ClusterFirst); empty: none.
+	ClusterDNS string
+	// Registries maps a registry's host:port to the CA file containerd
+	// trusts for it.
+	Registries map[string]string
 	// ControlPlane are the programs of the control plane that Start runs
 	// inside the node's network namespace (StartControlPlane).
 	ControlPlane ControlPlaneBinaries
