@@ -15,7 +15,7 @@ TEST_TIMEOUT ?= 40m
 # 20000 runs take ~8 s on 2 cores.
 FUZZTIME  ?= 20000x
 # The real components the tests run against.
-TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kwok crossplane crossplane-core
+TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kube-proxy kubelet kwok coredns crossplane crossplane-core
 
 .PHONY: all generate check-generate build vet fmt-check tidy-check deps tools \
         test unit-test e2e fuzz xpkg reviewable dev run clean help guest-image
@@ -87,6 +87,10 @@ guest-image: deps ## Build the KVM guest image (Debian, cloud-init, squid) into 
 squid-image: deps ## Build the real node's squid and pause images (Debian's squid, no registry) into the cache (first run only).
 	hack/squid-image.sh
 
+.PHONY: coredns-image
+coredns-image: tools ## Build the test cluster's CoreDNS image (CoreDNS from source on an empty base) into the cache (first run only).
+	hack/coredns-image.sh
+
 # make xpkg REGISTRY=host:port/egressproxy VERSION=v0.1.0 [REGISTRY_CA=ca.crt]
 # also points the Configuration's dependsOn at REGISTRY and pushes the three.
 xpkg: ## Build the Provider, Function and Configuration packages (no Docker); push them with REGISTRY=.
@@ -103,7 +107,7 @@ xpkg-binaries: ## Build only the binaries the packages embed, into Go's build ca
 # the Debian mirror (mostly waiting on downloads) while the tools compile.
 .PHONY: prepare
 prepare: ## Install and build what the tests need (first run only; later runs find it cached).
-	$(MAKE) -j2 deps tools guest-image squid-image check-generate xpkg-binaries
+	$(MAKE) -j2 deps tools guest-image squid-image coredns-image check-generate xpkg-binaries
 
 # The package builds (hack/xpkg.sh) run inside go test, in test/render.
 # The kill -9 suite runs on its own, verbose, so its counts are printed.

@@ -17,8 +17,10 @@ declare -A groups=(
   # into plain files, no mounts or loop devices.
   [guest-image]="mmdebstrap debian-archive-keyring e2fsprogs dosfstools mtools syslinux syslinux-common fdisk qemu-utils"
   # A real Kubernetes node (internal/testenv/node) and its images
-  # (hack/squid-image.sh): kubelet comes from hack/tools.sh.
-  [node]="containerd runc containernetworking-plugins mmdebstrap debian-archive-keyring jq"
+  # (hack/squid-image.sh): kubelet and kube-proxy come from hack/tools.sh;
+  # kube-proxy writes its rules with iptables (conntrack entries it clears
+  # through netlink, no conntrack tool).
+  [node]="containerd runc containernetworking-plugins mmdebstrap debian-archive-keyring jq iptables"
 )
 
 want=("$@")

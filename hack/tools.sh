@@ -3,8 +3,8 @@
 # proxy, once, into a cache keyed by version that a working tree and CI share.
 #
 #   hack/tools.sh build NAME...   build what is missing (etcd kube-apiserver kubectl
-#                                 kube-controller-manager kube-scheduler kubelet kwok crossplane
-#                                 crossplane-core provider-kubernetes)
+#                                 kube-controller-manager kube-scheduler kube-proxy kubelet kwok
+#                                 coredns crossplane crossplane-core provider-kubernetes)
 #   hack/tools.sh path NAME       print the binary's path (builds it if missing)
 #   hack/tools.sh envtest         print a folder holding etcd + kube-apiserver + kubectl
 #   hack/tools.sh cached NAME     print the binary's path only if it is built (exit 1 if not)
@@ -22,6 +22,7 @@ CROSSPLANE_CLI_VERSION=v2.2.1   # the last crossplane/v2 with cmd/crank (beta tr
 CROSSPLANE_CORE_VERSION=v2.4.2
 CROSSPLANE_RUNTIME_VERSION=v2.4.0
 PROVIDER_KUBERNETES_VERSION=v1.2.0   # the peer make bench runs side by side (docs/bench.md)
+COREDNS_VERSION=v1.12.4
 
 CACHE=${EGRESSPROXY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-egressproxy/tools}
 export GOFLAGS=-mod=mod
@@ -32,11 +33,12 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 version_of() {
   case "$1" in
     etcd) echo "$ETCD_VERSION" ;;
-    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet) echo "$K8S_VERSION" ;;
+    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kube-proxy|kubelet) echo "$K8S_VERSION" ;;
     kwok) echo "$KWOK_VERSION" ;;
     crossplane) echo "$CROSSPLANE_CLI_VERSION" ;;
     crossplane-core) echo "$CROSSPLANE_CORE_VERSION" ;;
     provider-kubernetes) echo "$PROVIDER_KUBERNETES_VERSION" ;;
+    coredns) echo "$COREDNS_VERSION" ;;
     *) log "unknown tool $1"; return 2 ;;
   esac
 }
@@ -71,8 +73,8 @@ build_etcd() {
 # to its published version instead so the module builds outside its repo.
 k8s_wrapper() {
   local w=$CACHE/src/kubernetes-$K8S_VERSION
-  # .ready-r3: the wrapper also covers cmd/kube-scheduler; an older wrapper is re-tidied.
-  if [ ! -f "$w/.ready-r3" ]; then
+  # .ready-r4: the wrapper also covers cmd/kube-proxy; an older wrapper is re-tidied.
+  if [ ! -f "$w/.ready-r4" ]; then
     wrapper "$w" "k8s.io/kubernetes@$K8S_VERSION"
     ( cd "$w"
       local mod
@@ -88,13 +90,14 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
       go mod tidy >/dev/null
-      touch .ready-r3 )
+      touch .ready-r4 )
   fi
   echo "$w"
 }
@@ -150,6 +153,35 @@ build_provider-kubernetes() {
     rm -rf "$(dirname "$1")/crds" && cp -r "$src/package/crds" "$(dirname "$1")/crds" && chmod -R u+w "$(dirname "$1")/crds" )
 }
 
+# build_coredns builds CoreDNS with only the plugins the test cluster's
+# Corefile uses: its own main package imports core/plugin, which links every
+# plugin and with them every cloud SDK (a much longer build for nothing).
+build_coredns() {
+  local m=github.com/coredns/coredns
+  local w=$CACHE/src/coredns-$COREDNS_VERSION
+  wrapper "$w" "$m@$COREDNS_VERSION"
+  ( cd "$w"
+    cat >main.go <<'GO'
+package main
+
+import (
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+)
+
+func main() { coremain.Run() }
+GO
+    go mod tidy >/dev/null
+    go build -trimpath -ldflags "-s -w" -o "$1" . )
+}
+
 ensure() {
   local name=$1 out
   out=$(bin_path "$name")
@@ -159,11 +191,12 @@ ensure() {
   local start=$SECONDS
   case "$name" in
     etcd) build_etcd "$out.tmp" ;;
-    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kubelet) build_k8s "$name" "$out.tmp" ;;
+    kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kube-proxy|kubelet) build_k8s "$name" "$out.tmp" ;;
     kwok) build_kwok "$out.tmp" ;;
     crossplane) build_crossplane "$out.tmp" ;;
     crossplane-core) build_crossplane-core "$out.tmp" ;;
     provider-kubernetes) build_provider-kubernetes "$out.tmp" ;;
+    coredns) build_coredns "$out.tmp" ;;
   esac
   mv "$out.tmp" "$out"
   log "built $name in $((SECONDS - start))s"

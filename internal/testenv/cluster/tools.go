@@ -29,6 +29,11 @@ type Tools struct {
 	KubeControllerManager string
 	// KubeScheduler places pods on the nodes.
 	KubeScheduler string
+	// KubeProxy serves the Services' cluster IPs on the real node.
+	KubeProxy string
+	// CoreDNS is the cluster DNS; hack/coredns-image.sh puts it in an
+	// image.
+	CoreDNS string
 	// Kwok fakes the kubelets of the nodes.
 	Kwok string
 	// CrossplaneCore is the Crossplane controller (crossplane core start).
@@ -54,6 +59,8 @@ func FindTools() (Tools, []string) {
 	t := Tools{
 		KubeControllerManager: get("kube-controller-manager"),
 		KubeScheduler:         get("kube-scheduler"),
+		KubeProxy:             get("kube-proxy"),
+		CoreDNS:               get("coredns"),
 		Kwok:                  get("kwok"),
 		CrossplaneCore:        get("crossplane-core"),
 		Crossplane:            get("crossplane"),

@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,6 +272,25 @@ func (r *Runtime) RunProvider(ctx context.Context, rev *unstructured.Unstructure
 			}
 		}
 		return errors.Errorf("ClusterRoleBinding %s binds %v", system, b.Subjects)
+	}); err != nil {
+		return errors.Wrapf(err, errFmtUnbound, system, name)
+	}
+	// The binding takes effect once the apiserver's authorizer has seen it
+	// and its ClusterRole: on a loaded machine, a moment later. The
+	// provider exits at once if it cannot read its key Secret.
+	if err := poll(ctx, startTimeout, func() error {
+		sar, err := r.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + Namespace + ":" + name,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + Namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: Namespace, Verb: "get", Resource: "secrets"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !sar.Status.Allowed {
+			return errors.Errorf("not allowed yet: %s", sar.Status.Reason)
+		}
+		return nil
 	}); err != nil {
 		return errors.Wrapf(err, errFmtUnbound, system, name)
 	}
