@@ -14,6 +14,10 @@ TEST_TIMEOUT ?= 40m
 # (golang/go#75804, fixed in Go 1.27; seen here on go1.26.8 under load).
 # 20000 runs take ~8 s on 2 cores.
 FUZZTIME  ?= 20000x
+# Every binary of this tree is static; go test too, so that its compile and
+# the tests' package builds (hack/xpkg.sh, CGO_ENABLED=0) share Go's build
+# cache instead of compiling the provider's dependencies twice.
+export CGO_ENABLED ?= 0
 # The real components the tests run against.
 TOOLS     := etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kube-proxy kubelet kwok coredns crossplane crossplane-core
 
@@ -99,9 +103,12 @@ xpkg: ## Build the Provider, Function and Configuration packages (no Docker); pu
 # The tests build the packages (hack/xpkg.sh) in three packages at once; on
 # a cold Go build cache each compiled the provider on its own, under the
 # load of the other tests, for more than the 8 minutes a build may take.
+# With the tests' environment (pkgruntime.HarnessEnv: this host's
+# architecture, no -trimpath) and CGO_ENABLED=0, the compile is also the one
+# go test needs for the same packages.
 .PHONY: xpkg-binaries
 xpkg-binaries: ## Build only the binaries the packages embed, into Go's build cache for the tests' package builds.
-	OUTPUT_DIR=$(OUTPUT) hack/xpkg.sh binaries
+	ARCHES=$(GOARCH) XPKG_TRIMPATH=0 OUTPUT_DIR=$(OUTPUT) hack/xpkg.sh binaries
 
 # prepare runs its parts two at a time: on a first run the images build from
 # the Debian mirror (mostly waiting on downloads) while the tools compile.

@@ -41,7 +41,14 @@
 # Environment:
 #   VERSION        package version in file names and image tags (default v0.0.0-dev)
 #   ARCHES         linux architectures of the provider and function images
-#                  (default "amd64 arm64")
+#                  (default "amd64 arm64", what a release pushes; the tests'
+#                  builds set the host's only: an arm64 cross-compile of the
+#                  provider costs ~5 min of CPU on a cold Go build cache and
+#                  their clusters run on this host)
+#   XPKG_TRIMPATH  1 (default): build with -trimpath, as a release does; 0
+#                  without, so that the tests' builds share Go's build cache
+#                  with go test's own compile of the same packages (go test
+#                  cannot trim: testenv.RepoRoot reads its source path)
 #   REGISTRY       registry/org to build for and push to (default: build only)
 #   REGISTRY_CA    PEM CA file the push trusts besides the system roots, for a
 #                  registry with a private CA (the tests' loopback registry)
@@ -63,6 +70,8 @@ REGISTRY=${REGISTRY%/}
 XPKG_REGISTRY=${XPKG_REGISTRY:-${REGISTRY:-xpkg.egressproxy.io/egressproxy}}
 OUT=${OUTPUT_DIR:-$ROOT/_output}
 read -r -a ARCHES <<<"${ARCHES:-amd64 arm64}"
+TRIM=-trimpath
+[ "${XPKG_TRIMPATH:-1}" != 0 ] || TRIM=
 IMAGES=$OUT/images
 XPKG=$OUT/xpkg
 
@@ -78,7 +87,7 @@ crossplane_cli() {
 go_binary() {
   log "building $1 for linux/${3:-amd64}"
   mkdir -p "$(dirname "$2")"
-  CGO_ENABLED=0 GOOS=linux GOARCH=${3:-amd64} go build -trimpath -ldflags "-s -w" -o "$2" "$1"
+  CGO_ENABLED=0 GOOS=linux GOARCH=${3:-amd64} go build $TRIM -ldflags "-s -w" -o "$2" "$1"
 }
 
 # arch_suffix ARCH prints what a package file name of ARCH ends in: nothing

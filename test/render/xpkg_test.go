@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 // TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
@@ -82,13 +84,24 @@ func TestXpkg(t *testing.T) {
 	cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), parts...)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.0.0-test")
+	// Only this host's architecture: TestXpkgImageIndex checks the others.
+	cmd.Env = append(cmd.Env, pkgruntime.HarnessEnv()...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/xpkg.sh %v: %v\n%s", parts, err, b)
+	}
+	// hack/xpkg.sh names the amd64 packages plainly, others -linux_ARCH.
+	suffix := ""
+	if runtime.GOARCH != "amd64" {
+		suffix = "-linux_" + runtime.GOARCH
 	}
 
 	for name, w := range want {
 		t.Run(name, func(t *testing.T) {
-			img, err := tarball.ImageFromPath(filepath.Join(out, "xpkg", name+"-v0.0.0-test.xpkg"), nil)
+			file := name + "-v0.0.0-test.xpkg"
+			if strings.HasPrefix(name, "provider") || strings.HasPrefix(name, "function") {
+				file = name + "-v0.0.0-test" + suffix + ".xpkg"
+			}
+			img, err := tarball.ImageFromPath(filepath.Join(out, "xpkg", file), nil)
 			if err != nil {
 				t.Fatalf("cannot read the package: %v", err)
 			}
@@ -305,7 +318,9 @@ func TestXpkgImageIndex(t *testing.T) {
 	cmd := exec.CommandContext(ctx, repoPath("hack", "xpkg.sh"), "function")
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.1.0",
+	// Every architecture a release pushes, whatever the environment says;
+	// untrimmed, the amd64 build is the one make xpkg-binaries cached.
+	cmd.Env = append(cmd.Env, "ARCHES=amd64 arm64", "XPKG_TRIMPATH=0", "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.1.0",
 		"REGISTRY="+reg.Host+"/egressproxy", "REGISTRY_CA="+reg.CAFile, "CAPTURE="+t.TempDir())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/xpkg.sh function: %v\n%s", err, b)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -166,6 +167,7 @@ func (b Build) Run(ctx context.Context) error {
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "REGISTRY="+b.Repo, "VERSION="+b.Version, "REGISTRY_CA="+b.CAFile,
 		"OUTPUT_DIR="+b.Out, "CROSSPLANE="+b.CLI, "XPKG_OVERLAY="+b.Overlay)
+	cmd.Env = append(cmd.Env, HarnessEnv()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return errors.Errorf(errFmtBuild, strings.Join(b.Parts, " "), err, out)
 	}
@@ -173,7 +175,15 @@ func (b Build) Run(ctx context.Context) error {
 }
 
 // BinDir is where the build put the binaries it packaged.
-func (b Build) BinDir() string { return filepath.Join(b.Out, "bin", "linux_amd64") }
+func (b Build) BinDir() string { return filepath.Join(b.Out, "bin", "linux_"+runtime.GOARCH) }
+
+// HarnessEnv is the environment of a test's run of hack/xpkg.sh: only this
+// host's architecture, whose nodes run the packages (a release's arm64
+// cross-compile costs minutes of CPU on a cold Go build cache), and no
+// -trimpath, so that its compile and go test's of the same packages
+// (CGO_ENABLED=0 in make test) are one in Go's build cache. make
+// xpkg-binaries builds the same, before the tests.
+func HarnessEnv() []string { return []string{"ARCHES=" + runtime.GOARCH, "XPKG_TRIMPATH=0"} }
 
 // freePort returns a port that is free on 127.0.0.1 now.
 func freePort() (int, error) {
