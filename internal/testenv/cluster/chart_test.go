@@ -7,16 +7,22 @@ SPDX-License-Identifier: Apache-2.0
 package cluster
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -528,5 +534,92 @@ func TestChartApply(t *testing.T) {
 	}
 	if string(s.Data["tls.crt"]) != "filled by core init" {
 		t.Errorf("applying again emptied Secret %s, which core init fills", s.GetName())
+	}
+}
+
+// TestChartCoreImage checks the image hack/system-images.sh builds for the
+// chart: core init, the chart's init container, installs the CRDs and
+// webhook configurations from /crds and /webhookconfigurations (its
+// defaults in cmd/crossplane/core/init.go), and both Deployments run the
+// image's entrypoint with "core ..." or "rbac ..." arguments.
+func TestChartCoreImage(t *testing.T) {
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "system-images.sh"), "path").Output()
+	if err != nil {
+		testenv.Missing(t, "the system images are not built (hack/system-images.sh)")
+	}
+	dir := strings.TrimSpace(string(out))
+	refs, err := os.ReadFile(filepath.Join(dir, "refs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	for _, l := range strings.Split(string(refs), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "crossplane" {
+			ref = f[1]
+		}
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatalf("refs names crossplane %q: %v", ref, err)
+	}
+	img, err := tarball.ImageFromPath(filepath.Join(dir, "crossplane.tar"), &tag)
+	if err != nil {
+		t.Fatalf("crossplane.tar holds no image %s: %v", ref, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type config struct {
+		Platform   string
+		Entrypoint []string
+		User       string
+	}
+	want := config{Platform: "linux/" + goruntime.GOARCH, Entrypoint: []string{"/usr/local/bin/crossplane"}, User: "65532:65532"}
+	got := config{Platform: cf.OS + "/" + cf.Architecture, Entrypoint: cf.Config.Entrypoint, User: cf.Config.User}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("crossplane.tar's config: -want, +got:\n%s", diff)
+	}
+
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("img.Layers(): %d layers, %v; want one", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close() //nolint:errcheck // Only read.
+	files := map[string]bool{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			files["/"+h.Name] = true
+		}
+	}
+	chart, _ := crossplaneChart(t)
+	module := filepath.Dir(filepath.Dir(chart)) // cluster/
+	var wantFiles []string
+	for _, d := range []string{"crds", "webhookconfigurations"} {
+		yamls, err := filepath.Glob(filepath.Join(module, d, "*.yaml"))
+		if err != nil || len(yamls) == 0 {
+			t.Fatalf("the module has no %s/*.yaml: %v", d, err)
+		}
+		for _, y := range yamls {
+			wantFiles = append(wantFiles, "/"+d+"/"+filepath.Base(y))
+		}
+	}
+	wantFiles = append(wantFiles, "/usr/local/bin/crossplane")
+	for _, f := range wantFiles {
+		if !files[f] {
+			t.Errorf("crossplane.tar's layer has no %s", f)
+		}
 	}
 }
