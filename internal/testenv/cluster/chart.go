@@ -35,6 +35,8 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -45,6 +47,11 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -149,8 +156,8 @@ func renderCrossplaneChart(chartDir string, values map[string]any, namespace str
 			"Service":   helmManagedBy,
 		},
 	}
-	name, _ := meta["Name"].(string)
-	rendered, err := renderTemplates(chartDir, name, top)
+	chartName, _ := meta["Name"].(string)
+	rendered, err := renderTemplates(chartDir, chartName, top)
 	if err != nil {
 		return nil, err
 	}
@@ -313,14 +320,14 @@ func chartFuncs(t *template.Template, included map[string]int) template.FuncMap 
 	delete(f, "expandenv")
 	f["toYaml"] = toYAML
 	f["fromYaml"] = fromYAML
-	f["include"] = func(name string, data any) (string, error) {
-		if included[name] > maxIncludeDepth {
-			return "", errors.Errorf(errFmtInclude, name, maxIncludeDepth)
+	f["include"] = func(tplName string, data any) (string, error) {
+		if included[tplName] > maxIncludeDepth {
+			return "", errors.Errorf(errFmtInclude, tplName, maxIncludeDepth)
 		}
-		included[name]++
-		defer func() { included[name]-- }()
+		included[tplName]++
+		defer func() { included[tplName]-- }()
 		buf := &bytes.Buffer{}
-		err := t.ExecuteTemplate(buf, name, data)
+		err := t.ExecuteTemplate(buf, tplName, data)
 		return buf.String(), err
 	}
 	f["tpl"] = func(text string, data any) (string, error) {
@@ -436,4 +443,113 @@ func applyCrossplaneChart(ctx context.Context, c client.Client, rendered []*unst
 		}
 	}
 	return Apply(ctx, c, objs...)
+}
+
+// crossplaneInstall is what installing Crossplane from its chart takes.
+type crossplaneInstall struct {
+	// ChartDir is the chart (crossplaneChartDir).
+	ChartDir string
+	// ValuesFile is the platform's values (CrossplaneValuesFile).
+	ValuesFile string
+	// Repository and Tag name the core image as the nodes pull it, such as
+	// 10.88.0.1:5000/crossplane-system/crossplane and v2.4.2-<key>.
+	Repository, Tag string
+	// RegistryCA is the PEM CA of the package registry, which core trusts
+	// through the ConfigMap the values name.
+	RegistryCA []byte
+	// ExtraArgs of core start, such as --debug.
+	ExtraArgs []string
+}
+
+// installCrossplane creates the registry CA ConfigMap the values name (as
+// values.yaml tells a platform team to) and applies the chart over it. It
+// does not wait: crossplaneAvailable says when the Deployments are.
+func installCrossplane(ctx context.Context, c client.Client, in crossplaneInstall) error {
+	vals, err := crossplaneValues(in.ValuesFile, in.Repository, in.Tag, in.ExtraArgs...)
+	if err != nil {
+		return err
+	}
+	objs, err := renderCrossplaneChart(in.ChartDir, vals, CrossplaneNamespace)
+	if err != nil {
+		return err
+	}
+	if ca, _ := vals["registryCaBundleConfig"].(map[string]any); ca != nil {
+		cmName, _ := ca["name"].(string)
+		key, _ := ca["key"].(string)
+		if cmName != "" && key != "" {
+			cm := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": cmName, "namespace": CrossplaneNamespace},
+				"data":     map[string]any{key: string(in.RegistryCA)},
+			}}
+			objs = append([]*unstructured.Unstructured{cm}, objs...)
+			sortForInstall(objs)
+		}
+	}
+	return applyCrossplaneChart(ctx, c, objs)
+}
+
+// crossplaneDeployments are the Deployments the chart makes.
+var crossplaneDeployments = []string{"crossplane", "crossplane-rbac-manager"}
+
+const errFmtGetDeployment = "cannot get Deployment %s"
+
+// crossplaneAvailable reports whether core and the RBAC manager are
+// Available, and if not, why, for a wait loop's last message.
+func crossplaneAvailable(ctx context.Context, c client.Client) (bool, string, error) {
+	for _, n := range crossplaneDeployments {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: CrossplaneNamespace, Name: n}, d); err != nil {
+			return false, "", errors.Wrapf(err, errFmtGetDeployment, n)
+		}
+		if ok, why := deploymentAvailable(d); !ok {
+			return false, n + ": " + why, nil
+		}
+	}
+	return true, "", nil
+}
+
+// deploymentAvailable reports whether a Deployment's controller has seen
+// its current spec and says it is Available, and if not, why.
+func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false, "the Deployment controller has not seen the current spec"
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type != appsv1.DeploymentAvailable {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			return true, ""
+		}
+		return false, fmt.Sprintf("not Available: %s: %s", c.Reason, c.Message)
+	}
+	return false, fmt.Sprintf("no Available condition yet (%d of %d replicas ready)", d.Status.ReadyReplicas, d.Status.Replicas)
+}
+
+const (
+	errPushRef   = "cannot parse the image reference to push to"
+	errPushRead  = "cannot read the image tarball"
+	errPushWrite = "cannot push the image"
+)
+
+// pushImage pushes the one image of a docker-archive (such as
+// hack/system-images.sh's crossplane.tar) to ref, and returns its digest.
+// The registry is the same whatever host name a ref gives it, so the host
+// pushes to 127.0.0.1:P while the nodes pull the same repository from the
+// address they reach it at.
+func pushImage(ctx context.Context, file, ref string, rt http.RoundTripper) (string, error) {
+	r, err := name.ParseReference(ref, name.StrictValidation)
+	if err != nil {
+		return "", errors.Wrap(err, errPushRef)
+	}
+	img, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		return "", errors.Wrap(err, errPushRead)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", errors.Wrap(err, errPushRead)
+	}
+	return d.String(), errors.Wrap(remote.Write(r, img, remote.WithContext(ctx), remote.WithTransport(rt)), errPushWrite)
 }

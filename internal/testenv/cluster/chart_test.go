@@ -22,6 +22,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +34,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 )
 
 // writeChart writes a chart of the given templates into a new folder.
@@ -245,11 +248,15 @@ func crossplaneChart(t *testing.T) (dir, version string) {
 	return crossplaneChartDir(filepath.Join(mod.Dir, "cluster", "crds")), version
 }
 
-// renderOurCrossplane renders Crossplane's chart as the harness does.
+// testCoreRepo is where the nodes would pull core's image from.
+const testCoreRepo = "10.88.0.1:5000/crossplane-system/crossplane"
+
+// renderOurCrossplane renders Crossplane's chart as the harness does, with
+// the image testCoreRepo:<Crossplane's version>.
 func renderOurCrossplane(t *testing.T) (objs []*unstructured.Unstructured, image string) {
 	t.Helper()
 	dir, version := crossplaneChart(t)
-	repo := "10.88.0.1:5000/crossplane-system/crossplane"
+	repo := testCoreRepo
 	vals, err := crossplaneValues(CrossplaneValuesFile(), repo, version)
 	if err != nil {
 		t.Fatal(err)
@@ -481,15 +488,31 @@ func TestChartCrossplane(t *testing.T) {
 	})
 }
 
-// TestChartApply applies the rendered chart to a real apiserver, which
-// validates every object, twice: the second apply changes nothing.
+// TestChartApply installs Crossplane as the harness does into a real
+// apiserver, which validates every object, and applies the chart again:
+// the second apply changes nothing.
 func TestChartApply(t *testing.T) {
 	objs, _ := renderOurCrossplane(t)
+	dir, version := crossplaneChart(t)
 	env := kube.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := applyCrossplaneChart(ctx, env.Client, objs); err != nil {
-		t.Fatalf("applyCrossplaneChart(...): %v", err)
+	in := crossplaneInstall{
+		ChartDir: dir, ValuesFile: CrossplaneValuesFile(), Repository: testCoreRepo, Tag: version,
+		RegistryCA: []byte("-----BEGIN CERTIFICATE-----\n"),
+	}
+	if err := installCrossplane(ctx, env.Client, in); err != nil {
+		t.Fatalf("installCrossplane(...): %v", err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: CrossplaneNamespace, Name: "registry-ca"}, cm); err != nil {
+		t.Fatalf("installCrossplane(...) made no registry CA ConfigMap: %v", err)
+	}
+	if diff := cmp.Diff(map[string]string{"ca.crt": string(in.RegistryCA)}, cm.Data); diff != "" {
+		t.Errorf("ConfigMap registry-ca: -want, +got:\n%s", diff)
+	}
+	if ok, why, err := crossplaneAvailable(ctx, env.Client); ok || err != nil {
+		t.Errorf("crossplaneAvailable(...) with no Deployment controller: %t, %q, %v; want false", ok, why, err)
 	}
 	versions := map[string]string{}
 	for _, o := range objs {
@@ -634,4 +657,96 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestChartDeploymentAvailable(t *testing.T) {
+	type want struct {
+		ok  bool
+		why string
+	}
+	cases := map[string]struct {
+		reason string
+		d      appsv1.Deployment
+		want   want
+	}{
+		"Available": {
+			reason: "A Deployment whose controller saw its spec and says Available is available.",
+			d: appsv1.Deployment{Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue},
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+			}}},
+			want: want{ok: true},
+		},
+		"NotAvailable": {
+			reason: "The Available condition's reason and message say why not.",
+			d: appsv1.Deployment{Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "0 of 1"},
+			}}},
+			want: want{why: "not Available: MinimumReplicasUnavailable: 0 of 1"},
+		},
+		"StaleStatus": {
+			reason: "An Available status of an older spec does not count.",
+			d: func() appsv1.Deployment {
+				d := appsv1.Deployment{Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Conditions: []appsv1.DeploymentCondition{
+					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue},
+				}}}
+				d.Generation = 2
+				return d
+			}(),
+			want: want{why: "the Deployment controller has not seen the current spec"},
+		},
+		"NoCondition": {
+			reason: "A new Deployment has no condition yet.",
+			d:      appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1}},
+			want:   want{why: "no Available condition yet (0 of 1 replicas ready)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ok, why := deploymentAvailable(&tc.d)
+			if diff := cmp.Diff(tc.want, want{ok: ok, why: why}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("\n%s\ndeploymentAvailable(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestChartPushImage pushes an image tarball to a TLS registry under one
+// host name and reads it back: the same digest.
+func TestChartPushImage(t *testing.T) {
+	reg := ociregistry.Start(t, ociregistry.Options{})
+	img, err := random.Image(1024, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "image.tar")
+	tag, _ := name.NewTag("egressproxy.local/crossplane:v1")
+	if err := tarball.WriteToFile(file, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ref := reg.Host + "/crossplane-system/crossplane:v1"
+	digest, err := pushImage(ctx, file, ref, reg.Transport())
+	if err != nil {
+		t.Fatalf("pushImage(...): %v", err)
+	}
+	want, _ := img.Digest()
+	if digest != want.String() {
+		t.Errorf("pushImage(...): digest %s, want %s", digest, want)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Head(r, remote.WithContext(ctx), remote.WithTransport(reg.Transport()))
+	if err != nil {
+		t.Fatalf("the registry has no %s: %v", ref, err)
+	}
+	if got.Digest != want {
+		t.Errorf("the registry's %s is %s, want %s", ref, got.Digest, want)
+	}
+	if _, err := pushImage(ctx, filepath.Join(t.TempDir(), "none.tar"), ref, reg.Transport()); err == nil {
+		t.Error("pushImage(...) of a missing file succeeded, want an error")
+	}
 }
