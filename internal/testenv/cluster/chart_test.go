@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -748,5 +749,141 @@ func TestChartPushImage(t *testing.T) {
 	}
 	if _, err := pushImage(ctx, filepath.Join(t.TempDir(), "none.tar"), ref, reg.Transport()); err == nil {
 		t.Error("pushImage(...) of a missing file succeeded, want an error")
+	}
+}
+
+// TestChartCoreInit runs what the chart's core init container runs (its
+// args and environment, from the rendered Deployment) on the CRDs and
+// webhook configurations of the core image's layer, against a real
+// apiserver where the chart is installed: it fills the chart's Secrets and
+// points the webhooks at the chart's Service.
+func TestChartCoreInit(t *testing.T) {
+	core := testenv.Tool(t, "crossplane-core")
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "system-images.sh"), "build").Output()
+	if err != nil {
+		t.Fatalf("hack/system-images.sh build: %v", err)
+	}
+	root := extractImage(t, filepath.Join(strings.TrimSpace(string(out)), "crossplane.tar"))
+
+	objs, _ := renderOurCrossplane(t)
+	dir, version := crossplaneChart(t)
+	env := kube.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	in := crossplaneInstall{ChartDir: dir, ValuesFile: CrossplaneValuesFile(), Repository: testCoreRepo, Tag: version}
+	if err := installCrossplane(ctx, env.Client, in); err != nil {
+		t.Fatalf("installCrossplane(...): %v", err)
+	}
+
+	initc := typed[appsv1.Deployment](t, objs, "Deployment", "crossplane").Spec.Template.Spec.InitContainers[0]
+	cmdEnv := []string{
+		"KUBECONFIG=" + env.Kubeconfig,
+		// In the pod these are the image's paths, core init's defaults.
+		"CRDS_PATH=" + filepath.Join(root, "crds"),
+		"WEBHOOK_CONFIGS_PATH=" + filepath.Join(root, "webhookconfigurations"),
+	}
+	fields := map[string]string{"metadata.namespace": CrossplaneNamespace, "spec.serviceAccountName": "crossplane"}
+	for _, e := range initc.Env {
+		switch {
+		case e.ValueFrom == nil:
+			cmdEnv = append(cmdEnv, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil:
+			cmdEnv = append(cmdEnv, e.Name+"="+fields[e.ValueFrom.FieldRef.FieldPath])
+		}
+	}
+	// The first run often meets a stale REST mapper right after it
+	// installs the CRDs (coreInit retries likewise); in a pod the kubelet
+	// restarts the init container.
+	var last []byte
+	for i := range 5 {
+		cmd := exec.CommandContext(ctx, core, initc.Args...)
+		cmd.Env = append(os.Environ(), cmdEnv...)
+		if last, err = cmd.CombinedOutput(); err == nil {
+			break
+		}
+		time.Sleep(time.Duration(i+1) * 500 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", core, initc.Args, err, last)
+	}
+
+	for _, n := range []string{"crossplane-root-ca", "crossplane-tls-server", "crossplane-tls-client"} {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: CrossplaneNamespace, Name: n}, s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Data["tls.crt"]) == 0 {
+			t.Errorf("core init left the chart's Secret %s without tls.crt (%d keys)", n, len(s.Data))
+		}
+	}
+	vwc := &unstructured.Unstructured{}
+	vwc.SetAPIVersion("admissionregistration.k8s.io/v1")
+	vwc.SetKind("ValidatingWebhookConfiguration")
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "crossplane-no-usages"}, vwc); err != nil {
+		t.Fatalf("core init installed no webhook configuration from the image's /webhookconfigurations: %v", err)
+	}
+	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	for _, h := range hooks {
+		svc, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
+		want := map[string]any{"name": "crossplane-webhooks", "namespace": CrossplaneNamespace, "port": int64(9443), "path": "/validate-no-usages"}
+		if diff := cmp.Diff(want, svc); diff != "" {
+			t.Errorf("webhook service: -want, +got:\n%s", diff)
+		}
+	}
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "providers.pkg.crossplane.io"}, crd); err != nil {
+		t.Errorf("core init installed no CRDs from the image's /crds: %v", err)
+	}
+	mrap := &unstructured.Unstructured{}
+	mrap.SetAPIVersion("apiextensions.crossplane.io/v1alpha1")
+	mrap.SetKind("ManagedResourceActivationPolicy")
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "default"}, mrap); err != nil {
+		t.Errorf("core init made no default activation policy (the chart's --activation *): %v", err)
+	}
+}
+
+// extractImage writes the files of an image tarball's layers into a new
+// folder and returns it.
+func extractImage(t *testing.T, file string) string {
+	t.Helper()
+	img, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	rc := mutate.Extract(img)
+	defer rc.Close() //nolint:errcheck // Only read.
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return root
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, filepath.FromSlash(h.Name))
+		if !strings.HasPrefix(p, root+string(filepath.Separator)) {
+			t.Fatalf("the image holds %s, outside its root", h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
