@@ -9,7 +9,9 @@ SPDX-License-Identifier: Apache-2.0
 // hack/squid-image.sh builds (no registry).
 //
 // The whole node lives in a network namespace and a private mount namespace
-// that the harness creates: the CNI bridge, the pods, and whatever the test
+// that the harness creates: the CNI bridge, the pods, the control plane
+// (etcd and kube-apiserver, StartControlPlane; the host reaches the
+// apiserver through a forwarder on its loopback), and whatever the test
 // runs there with InNetNS (an origin server, a client). No packet targets an
 // address outside it, and every mount the node makes (overlays, secrets,
 // pod network namespaces) vanishes with the namespace. Stop kills what it
@@ -25,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +46,7 @@ const (
 	errHolder     = "the namespace holder did not start"
 	errFmtNoFile  = "%s did not appear; see %s"
 	errFmtStart   = "cannot start %s"
-	errFmtForward = "cannot forward %s into the node's network namespace"
+	errFmtForward = "cannot forward %s"
 )
 
 // Network of the node's CNI bridge, inside the node's network namespace.
@@ -122,12 +125,6 @@ func FindImages(t testing.TB) Images {
 type Config struct {
 	// Name of the Node object.
 	Name string
-	// Kubeconfig the kubelet reaches the apiserver with.
-	Kubeconfig string
-	// APIServer is the host:port of the apiserver on the host's loopback
-	// (the kubeconfig's). The node's namespace has a loopback of its own,
-	// so the harness forwards that address into it.
-	APIServer string
 	// Kubelet is the kubelet binary.
 	Kubelet string
 	Images  Images
@@ -139,6 +136,12 @@ type Config struct {
 	// Registries maps a registry's host:port to the CA file containerd
 	// trusts for it.
 	Registries map[string]string
+	// ControlPlane are the programs of the control plane that Start runs
+	// inside the node's network namespace (StartControlPlane).
+	ControlPlane ControlPlaneBinaries
+	// LogDir receives the logs of the node's programs (NAME.log); the
+	// node's own folder, which Stop removes, when empty.
+	LogDir string
 }
 
 // Node is a running node.
@@ -146,27 +149,49 @@ type Node struct {
 	Name string
 	// NetNS is the path of the node's network namespace.
 	NetNS string
+	// ControlPlane is the control plane in the node's network namespace,
+	// once StartControlPlane has started it.
+	ControlPlane *ControlPlane
 
-	dir     string
-	fwd     net.Listener
-	cgroup  string // the kubelet's cgroupRoot, one per node
-	holder  *exec.Cmd
-	procs   []*exec.Cmd // containerd, kubelet
-	created []string    // host folders the node created for its mounts
-	logf    func(format string, args ...any)
+	cfg       Config
+	dir       string
+	listeners []net.Listener // forwarders (Expose, ExposeToHost)
+	cgroup    string         // the kubelet's cgroupRoot, one per node
+	holder    *exec.Cmd
+	procs     []*proc  // containerd, etcd, kube-apiserver, kubelet
+	created   []string // host folders the node created for its mounts
+	logf      func(format string, args ...any)
 }
 
-// Start starts a node and stops it when the test ends. It marks the test
-// Missing when containerd, runc, the CNI plugins or the images are missing.
-// The node registers itself; the caller waits for it to become Ready.
+// A proc is a program the node runs in its namespaces.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts a node with a control plane of its own, waits until its
+// apiserver is ready, starts the kubelet, and stops it all when the test
+// ends. It marks the test Missing when containerd, runc, the CNI plugins or
+// the images are missing. The node registers itself; the caller waits for
+// it to become Ready.
 func Start(t testing.TB, cfg Config) *Node {
 	t.Helper()
-	return StartContext(t.Context(), t, cfg)
+	n := New(t.Context(), t, cfg)
+	if _, err := n.StartControlPlane(t.Context(), cfg.ControlPlane); err != nil {
+		t.Fatalf("cannot start the node's control plane: %v", err)
+	}
+	if err := n.StartKubelet(); err != nil {
+		t.Fatalf("cannot start the kubelet: %v", err)
+	}
+	return n
 }
 
-// StartContext is Start bounded by ctx, for a t that has no Context of its
-// own (a testenv.Outside).
-func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
+// New makes the node's namespaces, its bridge and private folders, and
+// starts containerd with the images; StartControlPlane and StartKubelet
+// start the rest. The node stops when t's cleanups run. ctx bounds New,
+// for a t that has no Context of its own (a testenv.Outside).
+func New(ctx context.Context, t testing.TB, cfg Config) *Node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "a real node needs root")
@@ -181,7 +206,7 @@ func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Name: cfg.Name, dir: dir, logf: t.Logf}
+	n := &Node{Name: cfg.Name, cfg: cfg, dir: dir, logf: t.Logf}
 	t.Cleanup(n.Stop)
 	if err := n.start(ctx, cfg); err != nil {
 		t.Fatalf("cannot start the node: %v", err)
@@ -190,6 +215,14 @@ func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
 }
 
 func (n *Node) path(elem ...string) string { return filepath.Join(append([]string{n.dir}, elem...)...) }
+
+// logPath is the log of one of the node's programs.
+func (n *Node) logPath(name string) string {
+	if n.cfg.LogDir != "" {
+		return filepath.Join(n.cfg.LogDir, name+".log")
+	}
+	return n.path(name + ".log")
+}
 
 func (n *Node) start(ctx context.Context, cfg Config) error {
 	// The holder only keeps the namespaces alive; everything else enters
@@ -211,8 +244,7 @@ func (n *Node) start(ctx context.Context, cfg Config) error {
 	if err := n.makeCgroups(); err != nil {
 		return err
 	}
-	var err error
-	if err = n.writeFiles(cfg); err != nil {
+	if err := n.writeFiles(cfg); err != nil {
 		return err
 	}
 	if out, err := n.nsenter("sh", "-ec", n.setupScript()).CombinedOutput(); err != nil {
@@ -231,17 +263,35 @@ func (n *Node) start(ctx context.Context, cfg Config) error {
 			return errors.Wrapf(err, errFmtImport, tar, out)
 		}
 	}
-	if n.fwd, err = n.forward(cfg.APIServer); err != nil {
-		return err
+	return nil
+}
+
+// StartKubelet starts the kubelet, which registers the node with the
+// control plane (StartControlPlane first). Only the cluster's CA's client
+// certificates (the apiserver's) may use the kubelet's API: pods on the
+// bridge reach its address too.
+func (n *Node) StartKubelet() error {
+	cp := n.ControlPlane
+	if cp == nil {
+		return errors.New(errNoControlPlane)
 	}
-	return n.startProc("kubelet", append([]string{cfg.Kubelet,
+	return n.startProc("kubelet", append([]string{n.cfg.Kubelet,
 		"--config", n.path("kubelet.yaml"),
-		"--kubeconfig", cfg.Kubeconfig,
+		"--kubeconfig", cp.NodeKubeconfig,
 		"--container-runtime-endpoint", "unix://" + n.path("containerd.sock"),
 		"--hostname-override", n.Name,
 		"--node-ip", BridgeIP,
 		"--cert-dir", n.path("kubelet-pki"),
-		"--v", "1"}, cfg.KubeletArgs...)...)
+		"--client-ca-file", cp.CAFile,
+		"--anonymous-auth=false",
+		"--v", "1"}, n.cfg.KubeletArgs...)...)
+}
+
+// NetNSArgs are the arguments of nsenter that run a program in the node's
+// network namespace (and the host's mount namespace): nsenter -n does not
+// fork, so the PID nsenter starts with is the program's.
+func (n *Node) NetNSArgs() []string {
+	return []string{"-t", strconv.Itoa(n.holder.Process.Pid), "-n", "--"}
 }
 
 // makeCgroups creates the kubelet's cgroupRoot in every hierarchy (the
@@ -317,7 +367,7 @@ func (n *Node) waitFile(ctx context.Context, p string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return errors.Errorf(errFmtNoFile, p, n.path("containerd.log"))
+	return errors.Errorf(errFmtNoFile, p, n.logPath("containerd"))
 }
 
 // nsenter returns a command that runs in the node's namespaces. nsenter
@@ -331,7 +381,7 @@ func (n *Node) nsenter(args ...string) *exec.Cmd {
 }
 
 func (n *Node) startProc(name string, args ...string) error {
-	log, err := os.Create(n.path(name + ".log"))
+	log, err := os.Create(n.logPath(name))
 	if err != nil {
 		return err
 	}
@@ -342,13 +392,28 @@ func (n *Node) startProc(name string, args ...string) error {
 		return errors.Wrapf(err, errFmtStart, name)
 	}
 	_ = log.Close()
-	n.procs = append(n.procs, c)
+	p := &proc{name: name, cmd: c, done: make(chan struct{})}
+	go func() { _ = c.Wait(); close(p.done) }()
+	n.procs = append(n.procs, p)
 	return nil
 }
 
-// Log returns the tail of a component's log ("containerd" or "kubelet").
+// exited returns the name of a program of the node that has exited, or "".
+func (n *Node) exited() string {
+	for _, p := range n.procs {
+		select {
+		case <-p.done:
+			return p.name
+		default:
+		}
+	}
+	return ""
+}
+
+// Log returns the tail of a component's log ("containerd", "etcd",
+// "kube-apiserver", "kubelet").
 func (n *Node) Log(name string, lines int) string {
-	b, _ := os.ReadFile(n.path(name + ".log")) //nolint:gosec // Our own file.
+	b, _ := os.ReadFile(n.logPath(name)) //nolint:gosec // Our own file.
 	l := bytes.Split(b, []byte("\n"))
 	if len(l) > lines {
 		l = l[len(l)-lines:]
