@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -48,21 +47,16 @@ func TestIntegrationRealNodeServesTraffic(t *testing.T) {
 	kubelet := testenv.Tool(t, "kubelet")
 	kcm := testenv.Tool(t, "kube-controller-manager")
 	images := nodeenv.FindImages(t)
-	// The apiserver reaches the kubelet (pods/log) through the relay.
-	relay, err := nodeenv.NewRelay(t.TempDir())
-	step(t, "start the kubelet relay", err)
-	t.Cleanup(func() { _ = relay.Close() })
-	flags := maps.Clone(kubeenv.NodeFlags)
-	maps.Copy(flags, relay.Flags())
-	env := kubeenv.StartWithFlags(t, flags)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
+	// The node runs etcd and kube-apiserver in its network namespace, so
+	// the apiserver reaches the kubelet (pods/log) as on a real cluster.
 	start := time.Now()
-	api, err := url.Parse(env.Config.Host)
-	step(t, "parse the apiserver's address", err)
-	n := nodeenv.Start(t, nodeenv.Config{Name: "egressproxy-node", Kubeconfig: env.Kubeconfig, APIServer: api.Host, Kubelet: kubelet, Images: images})
-	relay.Enter(n.NetNS)
+	n := nodeenv.Start(t, nodeenv.Config{Name: "egressproxy-node", Kubelet: kubelet, Images: images,
+		ControlPlane: nodeenv.ControlPlaneBinaries{Etcd: testenv.Tool(t, "etcd"), APIServer: testenv.Tool(t, "kube-apiserver")}})
+	env, err := kubeenv.ForConfig(n.ControlPlane.Config, n.ControlPlane.Kubeconfig)
+	step(t, "client of the node's apiserver", err)
 	startKCM(t, kcm, env.Kubeconfig)
 	waitNodeReady(ctx, t, env.Client, n)
 	t.Logf("node Ready %s after start", time.Since(start).Round(time.Millisecond))

@@ -5,10 +5,11 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Package cluster brings up a local Crossplane control plane that behaves
-// like a real cluster, from binaries hack/tools.sh builds: kube-apiserver and
-// etcd (envtest), kube-controller-manager (garbage collection, Deployments),
-// kube-scheduler, a real node (package node: kubelet, containerd, the squid
-// image; kwok's fake nodes where it cannot run), Crossplane core, the composition
+// like a real cluster, from binaries hack/tools.sh builds: a real node
+// (package node: kubelet, containerd, the squid image) with etcd,
+// kube-apiserver, kube-controller-manager (garbage collection, Deployments)
+// and kube-scheduler inside its network namespace, where the pods are
+// (envtest and kwok's fake nodes where no real node can run), Crossplane core, the composition
 // function, the provider, the XRD and Compositions, and the backends'
 // ProviderConfigs and test doubles (the GCE fake, a private libvirtd that
 // boots the real guest image). The end-to-end suite and make dev share it.
@@ -85,6 +86,9 @@ type Cluster struct {
 	Client client.Client
 	// Kubeconfig is the path of a kubeconfig file for Config.
 	Kubeconfig string
+	// InClusterKubeconfig is Kubeconfig for pods on the real node: its
+	// server is https://kubernetes.default.svc. Empty without a real node.
+	InClusterKubeconfig string
 	// Dir holds state; LogDir the log of every process.
 	Dir, LogDir string
 	// Tools and Bin are the programs it runs.
@@ -96,9 +100,10 @@ type Cluster struct {
 	GCE *GCE
 	// Libvirt is the private libvirtd, when the kvm backend was set up.
 	Libvirt *Libvirt
-	// Node is the real node KubernetesProxy pods run on, with package
-	// traffic's addresses in its network namespace; nil where it cannot
-	// run, and NoRealNode says why (kwok's fake nodes run instead).
+	// Node is the real node KubernetesProxy pods run on, with the control
+	// plane and package traffic's addresses in its network namespace; nil
+	// where it cannot run, and NoRealNode says why (envtest and kwok's fake
+	// nodes run instead).
 	Node       *node.Node
 	NoRealNode string
 	// SquidImage is the squid image the real node has (no registry).
@@ -127,8 +132,6 @@ type Cluster struct {
 	packageProcs   map[string]*Process // by name, what the runtime runs
 	stopRuntime    context.CancelFunc
 	cleanups       []func()
-	// relay carries the apiserver's connections into the real node.
-	relay *node.Relay
 }
 
 // Start brings up the control plane. On error it stops what it started.
@@ -199,26 +202,43 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 		built <- err
 	}()
+	// The control plane runs inside the real node's network namespace,
+	// so the node's namespaces come first and its kubelet last.
+	if err := c.runSteps(ctx, []step{{name: "real node: namespaces and containerd", fn: c.newRealNode}}); err != nil {
+		return err
+	}
 	steps := []step{
-		{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
+		{name: "kube-apiserver and etcd (in the node)", fn: c.startNodeControlPlane},
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
-		// KubernetesProxy pods run squid on the real node; kwok's fake
-		// nodes stand in only where a real node cannot run.
-		{name: "a real node (or kwok's fake nodes)", fn: c.startAnyNodes},
 		{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
-		{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
-		{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
-		{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
-		{name: "package runtime (External)", fn: c.startRuntime},
+		{name: "kubelet: the real node Ready", fn: c.startKubelet},
+	}
+	if c.Node == nil {
+		steps = []step{
+			{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
+			{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
+			{name: "kwok and fake nodes", log: "kwok.log", fn: c.startNodes},
+			{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
+		}
+	}
+	steps = append(steps,
+		step{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
+		step{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
+		step{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
+		step{name: "package runtime (External)", fn: c.startRuntime},
 		// A cold Go build cache takes minutes on 2 busy cores.
-		{name: "build and push Provider and Function", timeout: buildTimeout, fn: func(context.Context) error {
+		step{name: "build and push Provider and Function", timeout: buildTimeout, fn: func(context.Context) error {
 			return errors.Wrap(<-built, errBinaries)
 		}},
-		{name: "build and push the Configurations", fn: c.buildConfigurations},
-		{name: StepInstall, log: "crossplane.log", fn: c.installConfigurations},
-		{name: "run the installed provider and function", fn: c.runPackages},
-	}
-	steps = append(steps, c.backendSteps()...)
+		step{name: "build and push the Configurations", fn: c.buildConfigurations},
+		step{name: StepInstall, log: "crossplane.log", fn: c.installConfigurations},
+		step{name: "run the installed provider and function", fn: c.runPackages},
+	)
+	return c.runSteps(ctx, append(steps, c.backendSteps()...))
+}
+
+// runSteps runs steps in order, each bounded by its timeout.
+func (c *Cluster) runSteps(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		if s.timeout == 0 {
 			s.timeout = defaultTimeout
@@ -298,9 +318,6 @@ func (c *Cluster) Stop() {
 	}
 	if c.kube != nil {
 		c.kube.Stop()
-	}
-	if c.relay != nil {
-		_ = c.relay.Close()
 	}
 	if c.sup != nil {
 		c.sup.close()

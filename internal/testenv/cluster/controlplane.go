@@ -8,12 +8,12 @@ package cluster
 
 import (
 	"context"
-	"maps"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
@@ -21,6 +21,7 @@ import (
 
 const (
 	errKCM       = "kube-controller-manager exited"
+	errCRDs      = "cannot install Crossplane's CRDs"
 	errScheduler = "kube-scheduler exited"
 
 	envStartTimeout = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
@@ -31,21 +32,54 @@ const (
 	settle = time.Second
 )
 
-// startControlPlane starts kube-apiserver and etcd with Crossplane's CRDs
-// only: the provider's come from its package. The apiserver reaches the
-// real node's kubelet (pods/log) through a node.Relay.
+// startNodeControlPlane starts etcd and kube-apiserver inside the real
+// node's network namespace (node.ControlPlane), with Crossplane's CRDs only:
+// the provider's come from its package. The host reaches the apiserver
+// through a forwarder on its loopback (Config, Kubeconfig).
+func (c *Cluster) startNodeControlPlane(ctx context.Context) error {
+	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
+	if err != nil {
+		return err
+	}
+	c.crossplaneCRDs = crds
+	etcd, apiserver := cached("etcd"), cached("kube-apiserver")
+	if etcd == "" || apiserver == "" {
+		return errors.Errorf(errFmtTools, "etcd, kube-apiserver", "etcd kube-apiserver")
+	}
+	cp, err := c.Node.StartControlPlane(ctx, node.ControlPlaneBinaries{Etcd: etcd, APIServer: apiserver})
+	if err != nil {
+		return errors.Wrap(err, errCPStart)
+	}
+	c.Config = cp.Config
+	if c.Client, err = kube.NewClient(cp.Config); err != nil {
+		return errors.Wrap(err, errCPStart)
+	}
+	// Copies in the state folder, which Keep keeps; the node's own folder
+	// goes with the node.
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	c.InClusterKubeconfig = filepath.Join(c.Dir, "kubeconfig-in-cluster")
+	for from, to := range map[string]string{cp.Kubeconfig: c.Kubeconfig, cp.InClusterKubeconfig: c.InClusterKubeconfig} {
+		b, err := os.ReadFile(from) //nolint:gosec // The node's own file.
+		if err != nil {
+			return errors.Wrap(err, errCPStart)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			return errors.Wrap(err, errCPStart)
+		}
+	}
+	_, err = envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true, MaxTime: time.Minute})
+	return errors.Wrap(err, errCRDs)
+}
+
+// startControlPlane starts kube-apiserver and etcd (envtest) on the host,
+// where no real node can run, with Crossplane's CRDs only.
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
 	if err != nil {
 		return err
 	}
 	c.crossplaneCRDs = crds
-	if c.relay, err = node.NewRelay(c.dir("relay")); err != nil {
-		return err
-	}
-	flags := maps.Clone(kube.NodeFlags)
-	maps.Copy(flags, c.relay.Flags())
-	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(flags, crds) })
+	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(kube.NodeFlags, crds) })
 }
 
 // startKube starts kube-apiserver and etcd with newEnv, under the
@@ -74,25 +108,33 @@ func (c *Cluster) startKube(newEnv func() (*kube.Env, error)) error {
 }
 
 // startKCM runs kube-controller-manager: the garbage collector, and the
-// Deployment, ReplicaSet, namespace and node-lifecycle controllers. It
-// serves nothing (--secure-port=0), so it needs no serving certificates.
+// Deployment, ReplicaSet, namespace, ServiceAccount and node-lifecycle
+// controllers. It serves nothing (--secure-port=0), so it needs no serving
+// certificates. With a real node it runs in the node's network namespace,
+// beside the apiserver.
 func (c *Cluster) startKCM(ctx context.Context) error {
 	args := []string{
-		"--kubeconfig=" + c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--controllers=*",
 		// Without it, it creates /usr/libexec/kubernetes/... on the host.
 		"--flex-volume-plugin-dir=" + c.dir("kcm", "flexvolume"),
 	}
-	// The apiserver's service account signing key lets the token
-	// controller run too; envtest keeps it in its certificate folder.
-	for _, pid := range children("kube-apiserver") {
-		if key := cmdlineFlag(pid, "service-account-signing-key-file"); key != "" {
-			args = append(args, "--service-account-private-key-file="+key)
+	if c.Node != nil {
+		cp := c.Node.ControlPlane
+		args = append(args, "--kubeconfig="+cp.NodeKubeconfig,
+			"--root-ca-file="+cp.CAFile, "--service-account-private-key-file="+cp.ServiceAccountKey)
+	} else {
+		args = append(args, "--kubeconfig="+c.Kubeconfig)
+		// The apiserver's service account signing key lets the token
+		// controller run too; envtest keeps it in its certificate folder.
+		for _, pid := range children("kube-apiserver") {
+			if key := cmdlineFlag(pid, "service-account-signing-key-file"); key != "" {
+				args = append(args, "--service-account-private-key-file="+key)
+			}
 		}
 	}
-	p, err := c.sup.start("kube-controller-manager", c.Tools.KubeControllerManager, args, nil)
+	p, err := c.startControlPlaneProc("kube-controller-manager", c.Tools.KubeControllerManager, args)
 	if err != nil {
 		return err
 	}
@@ -102,19 +144,33 @@ func (c *Cluster) startKCM(ctx context.Context) error {
 // startScheduler runs kube-scheduler with its default profile: it places
 // pods on the real node or on kwok's fake nodes by their nodeSelector,
 // tolerations and resources, as on any cluster. Like
-// kube-controller-manager it runs alone (--leader-elect=false) and serves
-// nothing (--secure-port=0).
+// kube-controller-manager it runs alone (--leader-elect=false), serves
+// nothing (--secure-port=0), and runs beside the apiserver.
 func (c *Cluster) startScheduler(ctx context.Context) error {
+	kubeconfig := c.Kubeconfig
+	if c.Node != nil {
+		kubeconfig = c.Node.ControlPlane.NodeKubeconfig
+	}
 	args := []string{
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 	}
-	p, err := c.sup.start("kube-scheduler", c.Tools.KubeScheduler, args, nil)
+	p, err := c.startControlPlaneProc("kube-scheduler", c.Tools.KubeScheduler, args)
 	if err != nil {
 		return err
 	}
 	return settled(ctx, p, errScheduler)
+}
+
+// startControlPlaneProc runs a program of the control plane under the
+// supervisor: in the real node's network namespace when there is one
+// (nsenter does not fork there, so the supervisor's PID is the program's).
+func (c *Cluster) startControlPlaneProc(name, bin string, args []string) (*Process, error) {
+	if c.Node == nil {
+		return c.sup.start(name, bin, args, nil)
+	}
+	return c.sup.start(name, "nsenter", append(append(c.Node.NetNSArgs(), bin), args...), nil)
 }
 
 // settled waits until p has stayed up for settle, and fails with msg if it

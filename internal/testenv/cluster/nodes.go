@@ -9,7 +9,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"time"
@@ -151,31 +150,28 @@ const (
 	// provider puts on its node until that provider initialises it.
 	taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 
-	errFmtNode    = "cannot start a real node: %s"
-	errRealReady  = "the real node did not become Ready with its addresses"
-	errAPIAddress = "cannot parse the apiserver's address"
+	errFmtNode   = "cannot start a real node: %s"
+	errRealReady = "the real node did not become Ready with its addresses"
 )
 
-// startAnyNodes runs a real node where it can, and kwok's fake nodes where it
-// cannot (no root, containerd or images): the specs that send traffic
-// through a KubernetesProxy then skip, or fail when CI=true.
-func (c *Cluster) startAnyNodes(ctx context.Context) error {
-	err := c.startRealNode(ctx)
+// newRealNode makes the real node's namespaces and starts its containerd,
+// with package traffic's addresses in its network namespace; the control
+// plane then starts inside it (startNodeControlPlane), and the kubelet last
+// (startKubelet). Where no real node can run (no root, containerd or
+// images) it sets NoRealNode and Start runs envtest and kwok's fake nodes
+// instead: the specs that send traffic through a KubernetesProxy then skip,
+// or fail when CI=true (testenv.Missing fails there).
+func (c *Cluster) newRealNode(ctx context.Context) error {
+	err := c.newNode(ctx)
 	if !errors.Is(err, ErrMissing) {
 		return err
 	}
 	c.NoRealNode = err.Error()
-	c.logf("no real node here, kwok plays %d fake nodes instead: %v", c.opts.Nodes, err)
-	return c.startNodes(ctx)
+	c.logf("no real node here, envtest and kwok's %d fake nodes instead: %v", c.opts.Nodes, err)
+	return nil
 }
 
-// startRealNode starts the real node with package traffic's addresses in
-// its network namespace, and waits until it is Ready. The kubelet runs with
-// an external cloud provider, so it keeps the addresses the harness gives
-// the node: the harness plays the cloud's node controller, as kwok does for
-// fake nodes, and the node's ExternalIP is the egress IP a cloud would
-// report (NodeExternalIP(0)).
-func (c *Cluster) startRealNode(ctx context.Context) (err error) {
+func (c *Cluster) newNode(ctx context.Context) (err error) {
 	t := testenv.NewOutside("node", c.logf)
 	defer c.recoverOutside(t, &err, errFmtNode)
 	if os.Geteuid() != 0 {
@@ -186,12 +182,8 @@ func (c *Cluster) startRealNode(ctx context.Context) (err error) {
 		testenv.Missing(t, "the kubelet is not built (hack/tools.sh build kubelet)")
 	}
 	images := node.FindImages(t)
-	api, err := url.Parse(c.Config.Host)
-	if err != nil {
-		return errors.Wrap(err, errAPIAddress)
-	}
-	n := node.StartContext(ctx, t, node.Config{
-		Name: RealNodeName, Kubeconfig: c.Kubeconfig, APIServer: api.Host, Kubelet: kubelet, Images: images,
+	n := node.New(ctx, t, node.Config{
+		Name: RealNodeName, Kubelet: kubelet, Images: images,
 		KubeletArgs: []string{"--cloud-provider=external"},
 	})
 	// The pods and containerd's shims are no children of this process:
@@ -202,13 +194,22 @@ func (c *Cluster) startRealNode(ctx context.Context) (err error) {
 	if err := traffic.AddAddresses(n.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
-	if c.relay != nil {
-		c.relay.Enter(n.NetNS)
-	}
 	c.Node, c.SquidImage = n, images.Squid
-	err = c.waitFor(ctx, nil, 90*time.Second, errRealReady, c.initializeRealNode)
+	return nil
+}
+
+// startKubelet starts the real node's kubelet and waits until the node is
+// Ready. The kubelet runs with an external cloud provider, so it keeps the
+// addresses the harness gives the node: the harness plays the cloud's node
+// controller, as kwok does for fake nodes, and the node's ExternalIP is the
+// egress IP a cloud would report (NodeExternalIP(0)).
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	if err := c.Node.StartKubelet(); err != nil {
+		return err
+	}
+	err := c.waitFor(ctx, nil, 90*time.Second, errRealReady, c.initializeRealNode)
 	if err != nil {
-		err = errors.Errorf("%v\nkubelet:\n%s", err, n.Log("kubelet", 30))
+		err = errors.Errorf("%v\nkubelet:\n%s", err, c.Node.Log("kubelet", 30))
 	}
 	return err
 }

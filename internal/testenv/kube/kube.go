@@ -77,18 +77,11 @@ func CRDDirs() []string {
 func New(extraCRDDirs ...string) (*Env, error) { return NewWithFlags(nil, extraCRDDirs...) }
 
 func (e *Env) init() error {
-	e.Scheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(e.Scheme); err != nil {
-		return errors.Wrap(err, errScheme)
-	}
-	if err := registry.AddToScheme(e.Scheme); err != nil {
-		return errors.Wrap(err, errScheme)
-	}
-	c, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
+	c, err := NewClient(e.Config)
 	if err != nil {
-		return errors.Wrap(err, errClient)
+		return err
 	}
-	e.Client = c
+	e.Client, e.Scheme = c, c.Scheme()
 	dir, err := os.MkdirTemp("", "egressproxy-kube-")
 	if err != nil {
 		return errors.Wrap(err, errWriteKubecfg)
@@ -98,9 +91,36 @@ func (e *Env) init() error {
 	return errors.Wrap(WriteKubeconfig(e.Config, e.Kubeconfig), errWriteKubecfg)
 }
 
+// NewClient returns a client of cfg that knows core types and the
+// provider's APIs.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, errScheme)
+	}
+	if err := registry.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, errScheme)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	return c, errors.Wrap(err, errClient)
+}
+
+// ForConfig returns an Env of a control plane someone else runs (say a
+// real node's, package node), with kubeconfig a file for cfg. Its Stop
+// stops nothing.
+func ForConfig(cfg *rest.Config, kubeconfig string) (*Env, error) {
+	c, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Config: cfg, Client: c, Scheme: c.Scheme(), Kubeconfig: kubeconfig}, nil
+}
+
 // Stop stops the control plane and removes its files.
 func (e *Env) Stop() {
-	_ = e.env.Stop()
+	if e.env != nil {
+		_ = e.env.Stop()
+	}
 	if e.dir != "" {
 		_ = os.RemoveAll(e.dir)
 	}

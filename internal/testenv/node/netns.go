@@ -46,33 +46,57 @@ func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	return c, err
 }
 
-// forward listens on addr (a loopback address) inside the node's network
-// namespace and copies each connection to the same address on the host's
-// loopback: how the kubelet reaches an apiserver that listens there.
-func (n *Node) forward(addr string) (net.Listener, error) {
-	l, err := n.Listen(addr)
+// Expose makes a server on the host's loopback (hostAddr, 127.0.0.1:P)
+// reachable from the node and its pods at BridgeIP:P: it listens there,
+// inside the node's network namespace, and copies each connection to
+// hostAddr. It returns BridgeIP:P.
+func (n *Node) Expose(hostAddr string) (string, error) {
+	_, port, err := net.SplitHostPort(hostAddr)
 	if err != nil {
-		return nil, errors.Wrapf(err, errFmtForward, addr)
+		return "", errors.Wrapf(err, errFmtForward, hostAddr)
 	}
-	go func() {
-		for {
-			in, err := l.Accept()
+	l, err := n.Listen(net.JoinHostPort(BridgeIP, port))
+	if err != nil {
+		return "", errors.Wrapf(err, errFmtForward, hostAddr)
+	}
+	n.listeners = append(n.listeners, l)
+	go forward(l, func() (net.Conn, error) { return net.Dial("tcp", hostAddr) })
+	return l.Addr().String(), nil
+}
+
+// ExposeToHost makes a server inside the node's network namespace (addr,
+// say its loopback's 127.0.0.1:6443) reachable from the host: it listens on
+// a free port of the host's loopback and copies each connection to addr,
+// dialled inside the namespace. It returns the host's address.
+func (n *Node) ExposeToHost(addr string) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", errors.Wrapf(err, errFmtForward, addr)
+	}
+	n.listeners = append(n.listeners, l)
+	go forward(l, func() (net.Conn, error) { return n.DialContext(context.Background(), "tcp", addr) })
+	return l.Addr().String(), nil
+}
+
+// forward copies each connection l accepts, both ways, to one dial
+// returns, until l closes.
+func forward(l net.Listener, dial func() (net.Conn, error)) {
+	for {
+		in, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close() //nolint:errcheck // Either side may close first.
+			out, err := dial()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer in.Close() //nolint:errcheck // Either side may close first.
-				out, err := net.Dial("tcp", addr)
-				if err != nil {
-					return
-				}
-				defer out.Close() //nolint:errcheck // Either side may close first.
-				go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
-	return l, nil
+			defer out.Close() //nolint:errcheck // Either side may close first.
+			go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
+			_, _ = io.Copy(in, out)
+		}()
+	}
 }
 
 // PodNetNS lists the files of the node's pods' network namespaces. They are

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,7 @@ const (
 	errHolder     = "the namespace holder did not start"
 	errFmtNoFile  = "%s did not appear; see %s"
 	errFmtStart   = "cannot start %s"
-	errFmtForward = "cannot forward %s into the node's network namespace"
+	errFmtForward = "cannot forward %s"
 )
 
 // Network of the node's CNI bridge, inside the node's network namespace.
@@ -122,12 +123,6 @@ func FindImages(t testing.TB) Images {
 type Config struct {
 	// Name of the Node object.
 	Name string
-	// Kubeconfig the kubelet reaches the apiserver with.
-	Kubeconfig string
-	// APIServer is the host:port of the apiserver on the host's loopback
-	// (the kubeconfig's). The node's namespace has a loopback of its own,
-	// so the harness forwards that address into it.
-	APIServer string
 	// Kubelet is the kubelet binary.
 	Kubelet string
 	Images  Images
@@ -139,6 +134,9 @@ type Config struct {
 	// Registries maps a registry's host:port to the CA file containerd
 	// trusts for it.
 	Registries map[string]string
+	// ControlPlane are the programs of the control plane that Start runs
+	// inside the node's network namespace (StartControlPlane).
+	ControlPlane ControlPlaneBinaries
 }
 
 // Node is a running node.
@@ -146,27 +144,49 @@ type Node struct {
 	Name string
 	// NetNS is the path of the node's network namespace.
 	NetNS string
+	// ControlPlane is the control plane in the node's network namespace,
+	// once StartControlPlane has started it.
+	ControlPlane *ControlPlane
 
-	dir     string
-	fwd     net.Listener
-	cgroup  string // the kubelet's cgroupRoot, one per node
-	holder  *exec.Cmd
-	procs   []*exec.Cmd // containerd, kubelet
-	created []string    // host folders the node created for its mounts
-	logf    func(format string, args ...any)
+	cfg       Config
+	dir       string
+	listeners []net.Listener // forwarders (Expose, ExposeToHost)
+	cgroup    string         // the kubelet's cgroupRoot, one per node
+	holder    *exec.Cmd
+	procs     []*proc  // containerd, etcd, kube-apiserver, kubelet
+	created   []string // host folders the node created for its mounts
+	logf      func(format string, args ...any)
 }
 
-// Start starts a node and stops it when the test ends. It marks the test
-// Missing when containerd, runc, the CNI plugins or the images are missing.
-// The node registers itself; the caller waits for it to become Ready.
+// A proc is a program the node runs in its namespaces.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts a node with a control plane of its own, waits until its
+// apiserver is ready, starts the kubelet, and stops it all when the test
+// ends. It marks the test Missing when containerd, runc, the CNI plugins or
+// the images are missing. The node registers itself; the caller waits for
+// it to become Ready.
 func Start(t testing.TB, cfg Config) *Node {
 	t.Helper()
-	return StartContext(t.Context(), t, cfg)
+	n := New(t.Context(), t, cfg)
+	if _, err := n.StartControlPlane(t.Context(), cfg.ControlPlane); err != nil {
+		t.Fatalf("cannot start the node's control plane: %v", err)
+	}
+	if err := n.StartKubelet(); err != nil {
+		t.Fatalf("cannot start the kubelet: %v", err)
+	}
+	return n
 }
 
-// StartContext is Start bounded by ctx, for a t that has no Context of its
-// own (a testenv.Outside).
-func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
+// New makes the node's namespaces, its bridge and private folders, and
+// starts containerd with the images; StartControlPlane and StartKubelet
+// start the rest. The node stops when t's cleanups run. ctx bounds New,
+// for a t that has no Context of its own (a testenv.Outside).
+func New(ctx context.Context, t testing.TB, cfg Config) *Node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "a real node needs root")
@@ -181,7 +201,7 @@ func StartContext(ctx context.Context, t testing.TB, cfg Config) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Name: cfg.Name, dir: dir, logf: t.Logf}
+	n := &Node{Name: cfg.Name, cfg: cfg, dir: dir, logf: t.Logf}
 	t.Cleanup(n.Stop)
 	if err := n.start(ctx, cfg); err != nil {
 		t.Fatalf("cannot start the node: %v", err)
@@ -211,8 +231,7 @@ func (n *Node) start(ctx context.Context, cfg Config) error {
 	if err := n.makeCgroups(); err != nil {
 		return err
 	}
-	var err error
-	if err = n.writeFiles(cfg); err != nil {
+	if err := n.writeFiles(cfg); err != nil {
 		return err
 	}
 	if out, err := n.nsenter("sh", "-ec", n.setupScript()).CombinedOutput(); err != nil {
@@ -231,17 +250,35 @@ func (n *Node) start(ctx context.Context, cfg Config) error {
 			return errors.Wrapf(err, errFmtImport, tar, out)
 		}
 	}
-	if n.fwd, err = n.forward(cfg.APIServer); err != nil {
-		return err
+	return nil
+}
+
+// StartKubelet starts the kubelet, which registers the node with the
+// control plane (StartControlPlane first). Only the cluster's CA's client
+// certificates (the apiserver's) may use the kubelet's API: pods on the
+// bridge reach its address too.
+func (n *Node) StartKubelet() error {
+	cp := n.ControlPlane
+	if cp == nil {
+		return errors.New(errNoControlPlane)
 	}
-	return n.startProc("kubelet", append([]string{cfg.Kubelet,
+	return n.startProc("kubelet", append([]string{n.cfg.Kubelet,
 		"--config", n.path("kubelet.yaml"),
-		"--kubeconfig", cfg.Kubeconfig,
+		"--kubeconfig", cp.NodeKubeconfig,
 		"--container-runtime-endpoint", "unix://" + n.path("containerd.sock"),
 		"--hostname-override", n.Name,
 		"--node-ip", BridgeIP,
 		"--cert-dir", n.path("kubelet-pki"),
-		"--v", "1"}, cfg.KubeletArgs...)...)
+		"--client-ca-file", cp.CAFile,
+		"--anonymous-auth=false",
+		"--v", "1"}, n.cfg.KubeletArgs...)...)
+}
+
+// NetNSArgs are the arguments of nsenter that run a program in the node's
+// network namespace (and the host's mount namespace): nsenter -n does not
+// fork, so the PID nsenter starts with is the program's.
+func (n *Node) NetNSArgs() []string {
+	return []string{"-t", strconv.Itoa(n.holder.Process.Pid), "-n", "--"}
 }
 
 // makeCgroups creates the kubelet's cgroupRoot in every hierarchy (the
@@ -342,11 +379,26 @@ func (n *Node) startProc(name string, args ...string) error {
 		return errors.Wrapf(err, errFmtStart, name)
 	}
 	_ = log.Close()
-	n.procs = append(n.procs, c)
+	p := &proc{name: name, cmd: c, done: make(chan struct{})}
+	go func() { _ = c.Wait(); close(p.done) }()
+	n.procs = append(n.procs, p)
 	return nil
 }
 
-// Log returns the tail of a component's log ("containerd" or "kubelet").
+// exited returns the name of a program of the node that has exited, or "".
+func (n *Node) exited() string {
+	for _, p := range n.procs {
+		select {
+		case <-p.done:
+			return p.name
+		default:
+		}
+	}
+	return ""
+}
+
+// Log returns the tail of a component's log ("containerd", "etcd",
+// "kube-apiserver", "kubelet").
 func (n *Node) Log(name string, lines int) string {
 	b, _ := os.ReadFile(n.path(name + ".log")) //nolint:gosec // Our own file.
 	l := bytes.Split(b, []byte("\n"))

@@ -27,7 +27,7 @@ func (n *Node) Stop() {
 	start := time.Now()
 	// The kubelet first (SIGTERM), so it restarts nothing.
 	for i := len(n.procs) - 1; i >= 0; i-- {
-		stopProc(n.procs[i].Process.Pid, n.procs[i].Wait)
+		stopProc(n.procs[i])
 	}
 	// The pods' processes run in mount namespaces of their own, but in the
 	// kubelet's cgroups.
@@ -45,8 +45,8 @@ func (n *Node) Stop() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	removeCgroups(n.cgroup)
-	if n.fwd != nil {
-		_ = n.fwd.Close()
+	for _, l := range n.listeners {
+		_ = l.Close()
 	}
 	_ = n.holder.Process.Kill()
 	_ = n.holder.Wait()
@@ -59,15 +59,13 @@ func (n *Node) Stop() {
 }
 
 // stopProc sends SIGTERM, then SIGKILL after a grace period.
-func stopProc(pid int, wait func() error) {
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = wait(); close(done) }()
+func stopProc(p *proc) {
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-done
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
 	}
 }
 
