@@ -57,7 +57,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	if c.Node == nil {
 		return errors.New(errNoNode)
 	}
-	if err := c.Node.StartKubeProxy(c.Tools.KubeProxy, c.Kubeconfig); err != nil {
+	if err := c.Node.StartKubeProxy(c.Tools.KubeProxy, c.Node.ControlPlane.NodeKubeconfig); err != nil {
 		return errors.Wrap(err, errStartKubeProxy)
 	}
 	svc := &corev1.Service{}
