@@ -23,6 +23,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
@@ -44,6 +45,7 @@ const (
 	errKubernetesSvc  = "cannot get the kubernetes Service"
 	errFmtKubeProxy   = "kube-proxy does not serve the kubernetes Service at %s"
 	errStartKubeProxy = "cannot start kube-proxy"
+	errServiceCIDRs   = "cannot list the ServiceCIDRs"
 	dnsTimeout        = 2 * time.Minute
 )
 
@@ -57,7 +59,16 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 	if c.Node == nil {
 		return errors.New(errNoNode)
 	}
-	if err := c.Node.StartKubeProxy(c.Tools.KubeProxy, c.Kubeconfig); err != nil {
+	// The apiserver made these from its --service-cluster-ip-range.
+	cidrs := &networkingv1.ServiceCIDRList{}
+	if err := c.Client.List(ctx, cidrs); err != nil {
+		return errors.Wrap(err, errServiceCIDRs)
+	}
+	var ranges []string
+	for _, sc := range cidrs.Items {
+		ranges = append(ranges, sc.Spec.CIDRs...)
+	}
+	if err := c.Node.StartKubeProxy(c.Tools.KubeProxy, c.Node.ControlPlane.NodeKubeconfig, ranges); err != nil {
 		return errors.Wrap(err, errStartKubeProxy)
 	}
 	svc := &corev1.Service{}

@@ -13,13 +13,24 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-const errKubeProxyConfig = "cannot write kube-proxy's configuration"
+const (
+	errKubeProxyConfig = "cannot write kube-proxy's configuration"
+	errFmtRoute        = "cannot route %s to the node's bridge: %s"
+)
 
 // StartKubeProxy runs kube-proxy (the binary bin) in the node's namespaces,
 // as the kubelet runs, reaching the apiserver with kubeconfig. Its iptables
 // rules live in the node's network namespace only; Stop ends it with the
-// kubelet.
-func (n *Node) StartKubeProxy(bin, kubeconfig string) error {
+// kubelet. The service CIDRs get a route to the bridge: the node's
+// namespace has no default route, and without a route a program there
+// (the apiserver, a test's InNetNS) fails to dial a cluster IP before
+// kube-proxy's rules see the packet. Pods route through the node anyway.
+func (n *Node) StartKubeProxy(bin, kubeconfig string, serviceCIDRs []string) error {
+	for _, cidr := range serviceCIDRs {
+		if out, err := n.nsenter("ip", "route", "replace", cidr, "dev", bridgeName, "src", BridgeIP).CombinedOutput(); err != nil {
+			return errors.Wrapf(err, errFmtRoute, cidr, out)
+		}
+	}
 	p := n.path("kube-proxy.yaml")
 	if err := os.WriteFile(p, []byte(n.kubeProxyConfig(kubeconfig)), 0o644); err != nil { //nolint:gosec // Not secret.
 		return errors.Wrap(err, errKubeProxyConfig)
