@@ -200,7 +200,7 @@ func healthSecret(b cluster.Backend, config string, data map[string][]byte) *cor
 // token it does not know, and one whose server is a dead loopback port.
 func brokenKubernetesConfigs(_ context.Context) []brokenConfig {
 	kubeconfig := func(edit func(*clientcmdapi.Config)) []byte {
-		c, err := clientcmd.LoadFromFile(env.c.Kubeconfig)
+		c, err := clientcmd.LoadFromFile(env.c.InClusterKubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		edit(c)
 		b, err := clientcmd.Write(*c)
@@ -255,10 +255,10 @@ func brokenGCPConfigs(ctx context.Context) []brokenConfig {
 	forgedSecret := healthSecret(cluster.BackendGCP, healthBadCredentials, map[string][]byte{"credentials.json": forged})
 	// The token endpoint's OAuth error code, never its body (which says
 	// "Invalid JWT Signature"): the body is the endpoint's to choose.
-	bad := mk(healthBadCredentials, "a service account key the token endpoint refuses", env.c.GCE.URL, forgedSecret.Name, reasonPermanent,
+	bad := mk(healthBadCredentials, "a service account key the token endpoint refuses", env.c.GCE.PodURL, forgedSecret.Name, reasonPermanent,
 		And(ContainSubstring("HTTP 400 invalid_grant"), Not(ContainSubstring("Invalid JWT Signature"))))
 	bad.secret = forgedSecret
-	noProject := mk("health-e2e-no-such-project", "a project that does not exist", env.c.GCE.URL, cluster.GCPKeySecret, reasonNotFound,
+	noProject := mk("health-e2e-no-such-project", "a project that does not exist", env.c.GCE.PodURL, cluster.GCPKeySecret, reasonNotFound,
 		And(ContainSubstring("projects/no-such-project-e2e"), MatchRegexp(`(?i)not.?found`)))
 	Expect(unstructured.SetNestedField(noProject.config.Object, "no-such-project-e2e", "spec", "projectID")).To(Succeed())
 	// The key's token_uri must be on the endpoint's host (or Google's), so

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 const (
@@ -75,19 +74,19 @@ var _ = Describe("upgrading the installed packages", Ordered, Label("upgrade"), 
 	It("rolls the Provider and the Function to "+upgradeVersion+" and keeps every proxy: claims Ready throughout, "+
 		"no instance recreated, connection Secrets unchanged", func(ctx SpecContext) {
 		before := identities(ctx, claims)
-		oldSA := env.c.ProviderServiceAccount
+		oldRev := env.c.ProviderRevisionName
 		w := watchReady(ctx, claims)
 		timed("upgrade: Configurations "+cluster.PackageVersion+" -> "+upgradeVersion+", new provider and function running", func() {
 			overlay := filepath.Join(GinkgoT().TempDir(), "overlay")
-			Expect(pkgruntime.WriteUpgradeOverlay(overlay)).To(Succeed())
+			Expect(cluster.WriteUpgradeOverlay(overlay)).To(Succeed())
 			Expect(env.c.Upgrade(ctx, upgradeVersion, overlay)).To(Succeed())
 		})
-		Expect(env.c.ProviderServiceAccount).NotTo(Equal(oldSA), "the ProviderRevision rolled")
+		Expect(env.c.ProviderRevisionName).NotTo(Equal(oldRev), "the ProviderRevision rolled")
 		// The new version's change is in the cluster.
 		crd := get(ctx, Default, gvkCRD, "", "kubernetesproxies.kubernetes.m.egressproxy.io")
 		b, err := json.Marshal(crd.Object["spec"])
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(b)).To(ContainSubstring(pkgruntime.UpgradePrinterColumn))
+		Expect(string(b)).To(ContainSubstring(cluster.UpgradePrinterColumn))
 		time.Sleep(settle)
 		Expect(w.stop()).To(BeEmpty(), "claims not Ready or not Synced during the upgrade")
 		Expect(identities(ctx, claims)).To(Equal(before),

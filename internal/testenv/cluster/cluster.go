@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -34,7 +35,6 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 const (
@@ -108,14 +108,20 @@ type Cluster struct {
 	NoRealNode string
 	// SquidImage is the squid image the real node has (no registry).
 	SquidImage string
-	// ProviderMetricsURL serves the provider's Prometheus metrics.
-	ProviderMetricsURL string
-	// ProviderLog is the provider's log, in LogDir.
-	ProviderLog string
+	// ProviderRevisionName and FunctionRevisionName are the active
+	// revisions whose pods Crossplane's Deployment runtime runs
+	// (ProviderPods, FunctionPods).
+	ProviderRevisionName, FunctionRevisionName string
 	// ProviderServiceAccount is namespace:name of the ServiceAccount the
-	// provider runs as, ProviderProcess the provider.
+	// provider's pods run as (examples/rbac's DeploymentRuntimeConfig
+	// names it).
 	ProviderServiceAccount string
-	ProviderProcess        *Process
+	// RegistryHost is where the node and its pods reach the registry
+	// (node.BridgeIP:port); the host pushes through its loopback.
+	RegistryHost string
+	// PackageDigests are the digests pushed, by reference
+	// (REGISTRY/org/name:version).
+	PackageDigests map[string]string
 	// PackageRepo is registry/org, where the packages are pushed.
 	PackageRepo string
 	// Unavailable are the backends asked for whose test doubles cannot run
@@ -128,9 +134,7 @@ type Cluster struct {
 	tempDir        bool
 	crossplaneCRDs string
 	registry       *ociregistry.Registry
-	runtime        *pkgruntime.Runtime
-	packageProcs   map[string]*Process // by name, what the runtime runs
-	stopRuntime    context.CancelFunc
+	mu             sync.Mutex
 	cleanups       []func()
 }
 
@@ -139,7 +143,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Nodes == 0 {
 		o.Nodes = defaultNodes
 	}
-	c := &Cluster{opts: o, Dir: o.Dir, packageProcs: map[string]*Process{}}
+	c := &Cluster{opts: o, Dir: o.Dir}
 	tools, missing := FindTools()
 	if len(missing) > 0 {
 		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))
@@ -198,7 +202,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		b, err := BuildBinaries(ctx, c.dir("bin"))
 		c.Bin = b
 		if err == nil {
-			err = c.build("", "provider", "function").Run(ctx)
+			err = c.push(ctx, c.build("", "provider", "function"))
 		}
 		built <- err
 	}()
@@ -215,26 +219,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		{name: "kube-proxy", fn: c.startKubeProxy},
 		{name: "cluster DNS (CoreDNS)", fn: c.startDNS},
 	}
-	if c.Node == nil {
-		steps = []step{
-			{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
-			{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
-			{name: "kwok and fake nodes", log: "kwok.log", fn: c.startNodes},
-			{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
-		}
-	}
 	steps = append(steps,
-		step{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
-		step{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
-		step{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
-		step{name: "package runtime (External)", fn: c.startRuntime},
+		step{name: "Crossplane from its Helm chart (pods)", log: "", fn: c.startCrossplane, timeout: crossplaneTimeout + time.Minute},
 		// A cold Go build cache takes minutes on 2 busy cores.
 		step{name: "build and push Provider and Function", timeout: buildTimeout, fn: func(context.Context) error {
 			return errors.Wrap(<-built, errBinaries)
 		}},
 		step{name: "build and push the Configurations", fn: c.buildConfigurations},
 		step{name: StepInstall, log: "crossplane.log", fn: c.installConfigurations},
-		step{name: "run the installed provider and function", fn: c.runPackages},
+		step{name: "provider and function pods (Deployment runtime)", fn: c.runPackages, timeout: runtimeTimeout + time.Minute},
 	)
 	return c.runSteps(ctx, append(steps, c.backendSteps()...))
 }
@@ -309,9 +302,6 @@ func (c *Cluster) Keep() { c.tempDir = false }
 // Stop stops every process, newest first, and the control plane, and
 // removes the state folder if Start made it.
 func (c *Cluster) Stop() {
-	if c.stopRuntime != nil {
-		c.stopRuntime()
-	}
 	if c.sup != nil {
 		c.sup.stopAll()
 	}

@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+)
+
+// The ClusterRoles this project ships for the provider, beside the one
+// Crossplane's RBAC manager makes (examples/rbac/provider-egressproxy.yaml),
+// and the ServiceAccount name its DeploymentRuntimeConfig gives the
+// provider.
+const (
+	RoleInjectedIdentity   = "provider-egressproxy:kubernetes-injected-identity"
+	RoleNamespaces         = "provider-egressproxy:namespaces"
+	providerServiceAccount = "provider-egressproxy"
+	providerRuntimeConfig  = "provider-egressproxy"
+	functionRuntimeConfig  = "function-egressproxy"
+	runtimeContainer       = "package-runtime"
+)
+
+const (
+	errReadRBAC      = "cannot read examples/rbac/provider-egressproxy.yaml"
+	errFmtRBACDocs   = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
+	errRuntimeConfig = "cannot apply the packages' runtime configuration"
+)
+
+// applyRuntimeConfigs applies what a platform team applies before
+// installing the Configurations so that the Provider and the Function they
+// pull in as dependencies run as it wants: examples/rbac (the provider's
+// extra ClusterRoles and its DeploymentRuntimeConfig, which gives its
+// ServiceAccount a stable name), the bindings of those ClusterRoles to that
+// ServiceAccount, and ImageConfigs that attach a DeploymentRuntimeConfig to
+// each package by its image (a dependency has no Provider object of the
+// team's to name one). The DeploymentRuntimeConfigs carry the harness's
+// flags: the provider's polls, the function's metrics port, --debug.
+func (c *Cluster) applyRuntimeConfigs(ctx context.Context) error {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "rbac", "provider-egressproxy.yaml"))
+	if err != nil {
+		return errors.Wrap(err, errReadRBAC)
+	}
+	var objs []*unstructured.Unstructured
+	var kinds []string
+	var drc *unstructured.Unstructured
+	for _, doc := range strings.Split(string(b), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return errors.Wrap(err, errReadRBAC)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		kinds = append(kinds, u.GetKind()+" "+u.GetName())
+		if u.GetKind() == "DeploymentRuntimeConfig" && u.GetName() == providerRuntimeConfig {
+			drc = u
+			continue
+		}
+		objs = append(objs, u)
+	}
+	if drc == nil || len(objs) != 2 {
+		return errors.Errorf(errFmtRBACDocs, providerRuntimeConfig, kinds)
+	}
+	args := []string{
+		// Poll often: gcp and kvm proxies are seen to become ready only at
+		// a poll.
+		"--poll=5s",
+		"--timeout=30s",
+	}
+	fnArgs := []string{"--metrics-address=:8080"}
+	if c.opts.Debug {
+		args, fnArgs = append(args, "--debug"), append(fnArgs, "--debug")
+	}
+	args = append(args, c.opts.ProviderArgs...)
+	if err := unstructured.SetNestedField(drc.Object, deploymentTemplate(args), "spec", "deploymentTemplate"); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	fn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
+		"metadata": map[string]any{"name": functionRuntimeConfig},
+		"spec":     map[string]any{"deploymentTemplate": deploymentTemplate(fnArgs)},
+	}}
+	objs = append(objs, drc, fn)
+	for _, role := range []string{RoleInjectedIdentity, RoleNamespaces} {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+			"metadata": map[string]any{"name": role},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "namespace": CrossplaneNamespace, "name": providerServiceAccount}},
+		}})
+	}
+	for pkg, cfg := range map[string]string{"provider-egressproxy": providerRuntimeConfig, "function-egressproxy": functionRuntimeConfig} {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+			"metadata": map[string]any{"name": pkg},
+			"spec": map[string]any{
+				"matchImages": []any{map[string]any{"type": "Prefix", "prefix": c.PackageRepo + "/" + pkg}},
+				"runtime":     map[string]any{"configRef": map[string]any{"name": cfg}},
+			},
+		}})
+	}
+	return errors.Wrap(Apply(ctx, c.Client, objs...), errRuntimeConfig)
+}
+
+// deploymentTemplate is a DeploymentRuntimeConfig's deploymentTemplate
+// giving the package's container args.
+func deploymentTemplate(args []string) map[string]any {
+	a := make([]any, 0, len(args))
+	for _, s := range args {
+		a = append(a, s)
+	}
+	return map[string]any{"spec": map[string]any{
+		"selector": map[string]any{},
+		"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": runtimeContainer, "args": a}},
+		}},
+	}}
+}
