@@ -182,7 +182,7 @@ func (c *Cluster) newNode(ctx context.Context) (err error) {
 	images := node.FindImages(t)
 	n := node.New(ctx, t, node.Config{
 		Name: RealNodeName, Kubelet: kubelet, Images: images, LogDir: c.LogDir, ClusterDNS: ClusterDNS,
-		Registries: map[string]string{c.RegistryHost: c.registry.CAFile},
+		Registries:  map[string]string{c.RegistryHost: c.registry.CAFile},
 		KubeletArgs: []string{"--cloud-provider=external"},
 	})
 	// The pods and containerd's shims are no children of this process:
