@@ -216,7 +216,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
 		{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
 		{name: "kubelet: the real node Ready", log: "kubelet.log", fn: c.startKubelet},
-		{name: "kube-proxy", fn: c.startKubeProxy},
+		{name: "kube-proxy", log: "kube-proxy.log", fn: c.startKubeProxy},
 		{name: "cluster DNS (CoreDNS)", fn: c.startDNS},
 	}
 	steps = append(steps,

@@ -36,17 +36,17 @@ import (
 const ClusterDNS = "10.96.0.10"
 
 const (
-	errNoNode         = "the cluster DNS and kube-proxy need the real node"
-	errCoreDNSImage   = "the CoreDNS image is not built (hack/coredns-image.sh)"
-	errCoreDNSRefs    = "cannot read the CoreDNS image's references"
-	errDNSManifest    = "cannot render the CoreDNS manifest"
-	errDNSAvailable   = "CoreDNS did not become Available"
-	errFmtDNSLookup   = "the cluster DNS at %s does not answer %s with the kubernetes Service's IP"
-	errKubernetesSvc  = "cannot get the kubernetes Service"
-	errFmtKubeProxy   = "kube-proxy does not serve the kubernetes Service at %s"
-	errStartKubeProxy = "cannot start kube-proxy"
-	errServiceCIDRs   = "cannot list the ServiceCIDRs"
-	dnsTimeout        = 2 * time.Minute
+	errNoNode          = "the cluster DNS and kube-proxy need the real node"
+	errFmtCoreDNSImage = "cannot build the CoreDNS image (hack/coredns-image.sh): %v: %s"
+	errCoreDNSRefs     = "cannot read the CoreDNS image's references"
+	errDNSManifest     = "cannot render the CoreDNS manifest"
+	errDNSAvailable    = "CoreDNS did not become Available"
+	errFmtDNSLookup    = "the cluster DNS at %s does not answer %s with the kubernetes Service's IP"
+	errKubernetesSvc   = "cannot get the kubernetes Service"
+	errFmtKubeProxy    = "kube-proxy does not serve the kubernetes Service at %s"
+	errStartKubeProxy  = "cannot start kube-proxy"
+	errServiceCIDRs    = "cannot list the ServiceCIDRs"
+	dnsTimeout         = 2 * time.Minute
 )
 
 //go:embed manifests/coredns.yaml
@@ -153,12 +153,17 @@ func (c *Cluster) corednsAvailable(ctx context.Context) (bool, error) {
 }
 
 // findCoreDNSImage returns the archive and reference of the CoreDNS image
-// hack/coredns-image.sh built.
+// hack/coredns-image.sh builds (from the cached CoreDNS binary).
 func findCoreDNSImage() (archive, ref string, err error) {
-	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "coredns-image.sh"), "path").Output()
+	// build: the image takes seconds once the binary is cached, and its
+	// cache key follows the script, hack/mkimage and the binary.
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "coredns-image.sh"), "build")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	dir := strings.TrimSpace(string(out))
 	if err != nil || dir == "" {
-		return "", "", errors.Wrap(ErrMissing, errCoreDNSImage)
+		return "", "", errors.Errorf(errFmtCoreDNSImage, err, strings.TrimSpace(stderr.String()))
 	}
 	refs, err := os.ReadFile(filepath.Join(dir, "refs")) //nolint:gosec // Our own cache.
 	if err != nil {
