@@ -318,20 +318,31 @@ func (c *Cluster) runPackages(ctx context.Context) error {
 }
 
 // runVersion waits until the active ProviderRevision and FunctionRevision
-// at version are Healthy, which for these kinds includes RuntimeHealthy:
+// at version are RevisionHealthy and RuntimeHealthy:
 // Crossplane's Deployment runtime runs their package images as pods, with
 // the DeploymentRuntimeConfigs applyRuntimeConfigs gave them, and those
 // pods are ready.
 func (c *Cluster) runVersion(ctx context.Context, version string) error {
 	var prev, frev *unstructured.Unstructured
 	var last error
+	said := time.Now()
 	if err := c.waitFor(ctx, nil, runtimeTimeout, "", func(ctx context.Context) (bool, error) {
-		prev, last = c.runningRevision(ctx, ProviderRevision, ProviderName, version)
-		if last != nil {
+		var err error
+		defer func() {
+			// The last error that says why, not the deadline's.
+			if err != nil && ctx.Err() == nil {
+				last = err
+				if time.Since(said) > 20*time.Second {
+					c.logf("  waiting: %v", err)
+					said = time.Now()
+				}
+			}
+		}()
+		if prev, err = c.runningRevision(ctx, ProviderRevision, ProviderName, version); err != nil {
 			return false, nil
 		}
-		frev, last = c.runningRevision(ctx, FunctionRevision, FunctionName, version)
-		return last == nil, nil
+		frev, err = c.runningRevision(ctx, FunctionRevision, FunctionName, version)
+		return err == nil, nil
 	}); err != nil {
 		return errors.Errorf("%v\nprovider pods:\n%s\nfunction pods:\n%s", last,
 			c.PodLogs(ctx, CrossplaneNamespace, "pkg.crossplane.io/provider="+ProviderName, 40),
@@ -343,14 +354,14 @@ func (c *Cluster) runVersion(ctx context.Context, version string) error {
 }
 
 // runningRevision returns the package's active revision at version once it
-// is Healthy (RevisionHealthy and RuntimeHealthy) and a pod of it is
+// is healthy (RevisionHealthy, by activeRevision, and RuntimeHealthy) and a pod of it is
 // running and ready.
 func (c *Cluster) runningRevision(ctx context.Context, gvk schema.GroupVersionKind, pkg, version string) (*unstructured.Unstructured, error) {
 	r, err := c.activeRevision(ctx, gvk, pkg, version)
 	if err != nil {
 		return nil, err
 	}
-	if !HasCondition(r, "Healthy", "True") {
+	if !HasCondition(r, "RuntimeHealthy", "True") {
 		return nil, errors.Errorf(errFmtNotRunning, gvk.Kind, r.GetName(), conditions(r))
 	}
 	pods, err := c.revisionPods(ctx, r.GetName())
