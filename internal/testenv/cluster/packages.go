@@ -42,17 +42,18 @@ const (
 	// packageOrg is the repository path the packages are pushed under.
 	packageOrg = "egressproxy"
 
-	errRegistry        = "cannot start the package registry"
-	errOverlay         = "cannot write the Configurations' overlay"
-	errBuildPackages   = "cannot build and push the packages"
-	errFmtInstalled    = "the packages were not installed: %s"
-	errFmtNoRevision   = "no active, healthy %s of %s"
-	errApplyPackages   = "cannot apply the Configurations"
-	errFmtNotRunning   = "%s %s does not run yet: %s"
-	errFmtRegistryHost = "the registry is exposed at %s, not %s"
-	runtimeTimeout     = 3 * time.Minute
-	installTimeout     = 3 * time.Minute
-	revisionWaitPeriod = 2 * time.Minute
+	errRegistry           = "cannot start the package registry"
+	errOverlay            = "cannot write the Configurations' overlay"
+	errBuildPackages      = "cannot build and push the packages"
+	errFmtInstalled       = "the packages were not installed: %s"
+	errFmtNoRevision      = "no active, healthy %s of %s"
+	errApplyPackages      = "cannot apply the Configurations"
+	errFmtNotRunning      = "%s %s does not run yet: %s"
+	errFmtRegistryHost    = "the registry is exposed at %s, not %s"
+	errFmtNoConfiguration = "no Configuration %s"
+	runtimeTimeout        = 3 * time.Minute
+	installTimeout        = 3 * time.Minute
+	revisionWaitPeriod    = 2 * time.Minute
 )
 
 // Configurations are the Configuration packages Start installs, by package
@@ -451,4 +452,48 @@ func conditions(u *unstructured.Unstructured) string {
 		fmt.Fprintf(&b, "[%v=%v %v: %v] ", m["type"], m["status"], m["reason"], m["message"])
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// SetConfigurationVersion builds and pushes the Configuration name at
+// version with overlay laid over the tree (and this machine's Composition
+// inputs) unless version is already pushed, and points the Configuration at
+// it, as a platform team moves one Configuration. Unlike Upgrade it waits
+// for nothing: the version may be one Crossplane refuses.
+func (c *Cluster) SetConfigurationVersion(ctx context.Context, name, version, overlay string) error {
+	part := ""
+	for _, cfg := range Configurations {
+		if cfg.Name == name {
+			part = cfg.Part
+		}
+	}
+	if part == "" {
+		return errors.Errorf(errFmtNoConfiguration, name)
+	}
+	c.mu.Lock()
+	_, pushed := c.PackageDigests[c.PackageRepo+"/"+name+":"+version]
+	c.mu.Unlock()
+	if !pushed {
+		dir := c.dir("xpkg-overlay-" + version)
+		if overlay != "" {
+			if err := os.CopyFS(dir, os.DirFS(overlay)); err != nil {
+				return errors.Wrap(err, errOverlay)
+			}
+		}
+		if err := c.writeOverlay(dir); err != nil {
+			return errors.Wrap(err, errOverlay)
+		}
+		b := c.buildOf(version, dir)
+		b.Parts = []string{part}
+		if err := c.push(ctx, b); err != nil {
+			return errors.Wrap(err, errBuildPackages)
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvkConfiguration)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+		return errors.Wrap(err, errApplyPackages)
+	}
+	p := client.MergeFrom(u.DeepCopy())
+	_ = unstructured.SetNestedField(u.Object, c.PackageRepo+"/"+name+":"+version, "spec", "package")
+	return errors.Wrap(c.Client.Patch(ctx, u, p), errApplyPackages)
 }

@@ -10,10 +10,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
@@ -30,12 +34,16 @@ const (
 	providerRuntimeConfig  = "provider-egressproxy"
 	functionRuntimeConfig  = "function-egressproxy"
 	runtimeContainer       = "package-runtime"
+	libvirtVolume          = "libvirt-socket"
 )
 
+var gvkDeploymentRuntimeConfig = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "DeploymentRuntimeConfig"}
+
 const (
-	errReadRBAC      = "cannot read examples/rbac/provider-egressproxy.yaml"
-	errFmtRBACDocs   = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
-	errRuntimeConfig = "cannot apply the packages' runtime configuration"
+	errReadRBAC        = "cannot read examples/rbac/provider-egressproxy.yaml"
+	errFmtRBACDocs     = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
+	errRuntimeConfig   = "cannot apply the packages' runtime configuration"
+	errFmtLibvirtMount = "the provider's pods do not run with the libvirt socket: %s\n%s"
 )
 
 // applyRuntimeConfigs applies what a platform team applies before
@@ -127,4 +135,67 @@ func deploymentTemplate(args []string) map[string]any {
 			"containers": []any{map[string]any{"name": runtimeContainer, "args": a}},
 		}},
 	}}
+}
+
+// mountLibvirtSocket gives the provider's pods the private libvirtd's
+// socket folder (a hostPath at the same path, so the URI's socket= names
+// it), and the socket's group (root, mode 0770) as a supplementary group,
+// through its DeploymentRuntimeConfig: the local-socket way to reach a
+// libvirt host on the node (docs/backends.md). Crossplane then rolls the
+// provider's Deployment; it returns once only pods with the mount run.
+func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
+	dir := filepath.Dir(socket)
+	drc := Object(gvkDeploymentRuntimeConfig)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: providerRuntimeConfig}, drc); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	spec, _, _ := unstructured.NestedMap(drc.Object, "spec", "deploymentTemplate", "spec", "template", "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["volumes"] = []any{map[string]any{"name": libvirtVolume, "hostPath": map[string]any{"path": dir, "type": "Directory"}}}
+	spec["securityContext"] = map[string]any{
+		// Crossplane's defaults, which a pod securityContext replaces,
+		// plus the socket's group.
+		"runAsNonRoot": true, "runAsUser": int64(2000), "runAsGroup": int64(2000),
+		"supplementalGroups": []any{int64(0)},
+	}
+	containers, _ := spec["containers"].([]any)
+	if len(containers) == 0 {
+		containers = []any{map[string]any{"name": runtimeContainer}}
+	}
+	ct, _ := containers[0].(map[string]any)
+	ct["volumeMounts"] = []any{map[string]any{"name": libvirtVolume, "mountPath": dir}}
+	containers[0] = ct
+	spec["containers"] = containers
+	if err := unstructured.SetNestedMap(drc.Object, spec, "spec", "deploymentTemplate", "spec", "template", "spec"); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	if err := c.Client.Update(ctx, drc); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	var why string
+	if err := c.waitFor(ctx, nil, runtimeTimeout, "", func(ctx context.Context) (bool, error) {
+		pods, err := c.ProviderPods(ctx)
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, p := range pods {
+			mounted := slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == libvirtVolume })
+			if !mounted {
+				why = "pod " + p.Name + " has no " + libvirtVolume + " yet"
+				return false, nil
+			}
+			if podReady(&p) {
+				ready++
+			}
+		}
+		why = "no ready pod with the socket"
+		return ready > 0, nil
+	}); err != nil {
+		return errors.Errorf(errFmtLibvirtMount, why, c.ProviderLogs(ctx, 30))
+	}
+	return nil
 }
