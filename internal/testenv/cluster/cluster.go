@@ -135,6 +135,7 @@ type Cluster struct {
 	crossplaneCRDs string
 	registry       *ociregistry.Registry
 	mu             sync.Mutex
+	kept           bool
 	cleanups       []func()
 }
 
@@ -297,11 +298,22 @@ func (c *Cluster) logf(format string, args ...any) {
 
 // Keep makes Stop keep the state folder and its logs even when Start made
 // it, say because a test failed.
-func (c *Cluster) Keep() { c.tempDir = false }
+func (c *Cluster) Keep() { c.tempDir, c.kept = false, true }
 
 // Stop stops every process, newest first, and the control plane, and
-// removes the state folder if Start made it.
+// removes the state folder if Start made it. A kept cluster first writes
+// the logs of its pods (Crossplane, the packages, CoreDNS), which the node
+// keeps in its own folder, to LogDir/pods.log.
 func (c *Cluster) Stop() {
+	if c.kept && c.Config != nil && c.Node != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var b strings.Builder
+		for _, ns := range []string{CrossplaneNamespace, "kube-system"} {
+			b.WriteString(c.PodLogs(ctx, ns, "", 100000))
+		}
+		cancel()
+		_ = os.WriteFile(filepath.Join(c.LogDir, "pods.log"), []byte(b.String()), 0o600)
+	}
 	if c.sup != nil {
 		c.sup.stopAll()
 	}
