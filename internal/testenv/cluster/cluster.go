@@ -7,12 +7,16 @@ SPDX-License-Identifier: Apache-2.0
 // Package cluster brings up a local Crossplane control plane that behaves
 // like a real cluster, from binaries hack/tools.sh builds: a real node
 // (package node: kubelet, containerd, the squid image) with etcd,
-// kube-apiserver, kube-controller-manager (garbage collection, Deployments)
-// and kube-scheduler inside its network namespace, where the pods are
-// (envtest and kwok's fake nodes where no real node can run), Crossplane core, the composition
-// function, the provider, the XRD and Compositions, and the backends'
-// ProviderConfigs and test doubles (the GCE fake, a private libvirtd that
-// boots the real guest image). The end-to-end suite and make dev share it.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy
+// inside its network namespace, where the pods are, and CoreDNS as a pod;
+// Crossplane installed from its own Helm chart (core and the RBAC manager
+// as pods, from an image pushed to the harness's registry); the
+// Configurations installed from that registry, whose Provider and Function
+// Crossplane's Deployment runtime runs as pods from their package images;
+// and the backends' ProviderConfigs and test doubles (the GCE fake, a
+// private libvirtd that boots the real guest image). The end-to-end suite
+// and make dev share it. Where no real node can run, Start fails with
+// ErrMissing (StartBare runs kwok's fake nodes for what needs no pods).
 //
 // Every process it starts is stopped by PID when the Cluster stops, and a
 // watchdog kills them if the process that started them dies first.
@@ -100,10 +104,9 @@ type Cluster struct {
 	GCE *GCE
 	// Libvirt is the private libvirtd, when the kvm backend was set up.
 	Libvirt *Libvirt
-	// Node is the real node KubernetesProxy pods run on, with the control
-	// plane and package traffic's addresses in its network namespace; nil
-	// where it cannot run, and NoRealNode says why (envtest and kwok's fake
-	// nodes run instead).
+	// Node is the real node every pod runs on, with the control plane and
+	// package traffic's addresses in its network namespace. Where it cannot
+	// run, NoRealNode says why and Start fails.
 	Node       *node.Node
 	NoRealNode string
 	// SquidImage is the squid image the real node has (no registry).
