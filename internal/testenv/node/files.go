@@ -197,3 +197,15 @@ const cniConfig = `{
   }]
 }
 `
+
+// TrustRegistry makes containerd pull from the registry at host (a
+// host:port) over TLS, trusting the CA file ca: what Config.Registries
+// does at start, for a registry that comes later. containerd reads certs.d
+// at every pull, so it holds at once.
+func (n *Node) TrustRegistry(host, ca string) error {
+	p := n.path("certs.d", host, "hosts.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return errors.Wrap(err, errFiles)
+	}
+	return errors.Wrap(os.WriteFile(p, []byte(registryHosts(host, ca)), 0o644), errFiles) //nolint:gosec // Not secret.
+}
