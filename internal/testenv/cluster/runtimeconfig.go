@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -37,7 +38,9 @@ const (
 	libvirtVolume          = "libvirt-socket"
 )
 
-var gvkDeploymentRuntimeConfig = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "DeploymentRuntimeConfig"}
+var (
+	gvkDeploymentRuntimeConfig = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "DeploymentRuntimeConfig"}
+)
 
 const (
 	errReadRBAC        = "cannot read examples/rbac/provider-egressproxy.yaml"
@@ -173,6 +176,30 @@ func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 	}
 	if err := c.Client.Update(ctx, drc); err != nil {
 		return errors.Wrap(err, errRuntimeConfig)
+	}
+	// Crossplane v2.4 re-renders a revision's Deployment when a
+	// DeploymentRuntimeConfig its Provider's spec.runtimeConfigRef names
+	// changes, not one an ImageConfig attaches (its ImageConfig watch only
+	// serves pull secrets and rewrites), so the change waits for the
+	// revision's next sync. Annotating the revision makes it now, as a
+	// platform team can too.
+	revs := &unstructured.UnstructuredList{}
+	revs.SetGroupVersionKind(ProviderRevision.GroupVersion().WithKind(ProviderRevision.Kind + "List"))
+	if err := c.Client.List(ctx, revs, client.MatchingLabels{LabelPackage: ProviderName}); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	for i := range revs.Items {
+		r := &revs.Items[i]
+		p := client.MergeFrom(r.DeepCopy())
+		a := r.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a["egressproxy.io/runtime-config-generation"] = strconv.FormatInt(drc.GetGeneration(), 10)
+		r.SetAnnotations(a)
+		if err := c.Client.Patch(ctx, r, p); err != nil {
+			return errors.Wrap(err, errRuntimeConfig)
+		}
 	}
 	var why string
 	if err := c.waitFor(ctx, nil, runtimeTimeout, "", func(ctx context.Context) (bool, error) {
