@@ -153,16 +153,21 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, errGCPKey)
 	}
-	// The provider's pods reach the fake, which runs on the host, at the
-	// node's address of a forwarder: the endpoint and the key's token_uri
-	// name that address.
+	// The provider's pods reach the fake, which runs on the host, over
+	// TLS at the node's address (the provider sends tokens over https
+	// only, but to loopback), as a private endpoint: its CA is a ConfigMap
+	// the provider's DeploymentRuntimeConfig mounts and names in
+	// SSL_CERT_FILE. The endpoint and the key's token_uri name it.
 	hostAddr := strings.TrimPrefix(strings.TrimSuffix(u, "/"), "http://")
-	podAddr, err := c.Node.Expose(hostAddr)
+	podAddr, caPEM, err := c.tlsFront(hostAddr)
 	if err != nil {
-		return errors.Wrap(err, errGCPKey)
+		return err
 	}
-	c.GCE.PodURL = "http://" + podAddr
+	c.GCE.PodURL = "https://" + podAddr
 	key = []byte(strings.ReplaceAll(string(key), "http://"+hostAddr, c.GCE.PodURL))
+	if err := c.trustEndpointCA(ctx, caPEM); err != nil {
+		return err
+	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: GCPKeySecret},
 		Data:       map[string][]byte{"credentials.json": key},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,8 @@ const (
 	functionRuntimeConfig  = "function-egressproxy"
 	runtimeContainer       = "package-runtime"
 	libvirtVolume          = "libvirt-socket"
+	endpointCAConfigMap    = "endpoint-ca"
+	endpointCADir          = "/etc/egressproxy/endpoint-ca"
 )
 
 var (
@@ -43,10 +46,10 @@ var (
 )
 
 const (
-	errReadRBAC        = "cannot read examples/rbac/provider-egressproxy.yaml"
-	errFmtRBACDocs     = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
-	errRuntimeConfig   = "cannot apply the packages' runtime configuration"
-	errFmtLibvirtMount = "the provider's pods do not run with the libvirt socket: %s\n%s"
+	errReadRBAC       = "cannot read examples/rbac/provider-egressproxy.yaml"
+	errFmtRBACDocs    = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
+	errRuntimeConfig  = "cannot apply the packages' runtime configuration"
+	errFmtRuntimeRoll = "the provider's pods do not run with the new runtime configuration: %s\n%s"
 )
 
 // applyRuntimeConfigs applies what a platform team applies before
@@ -142,12 +145,28 @@ func deploymentTemplate(args []string) map[string]any {
 
 // mountLibvirtSocket gives the provider's pods the private libvirtd's
 // socket folder (a hostPath at the same path, so the URI's socket= names
-// it), and the socket's group (root, mode 0770) as a supplementary group,
-// through its DeploymentRuntimeConfig: the local-socket way to reach a
-// libvirt host on the node (docs/backends.md). Crossplane then rolls the
-// provider's Deployment; it returns once only pods with the mount run.
+// it), and the socket's group (root, mode 0770) as a supplementary group:
+// the local-socket way to reach a libvirt host on the node
+// (docs/backends.md).
 func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 	dir := filepath.Dir(socket)
+	return c.editProviderRuntime(ctx, libvirtVolume, func(spec, ct map[string]any) {
+		appendItem(spec, "volumes", map[string]any{"name": libvirtVolume, "hostPath": map[string]any{"path": dir, "type": "Directory"}})
+		appendItem(ct, "volumeMounts", map[string]any{"name": libvirtVolume, "mountPath": dir})
+		// Crossplane's defaults, which a pod securityContext replaces,
+		// plus the socket's group.
+		spec["securityContext"] = map[string]any{
+			"runAsNonRoot": true, "runAsUser": int64(2000), "runAsGroup": int64(2000),
+			"supplementalGroups": []any{int64(0)},
+		}
+	})
+}
+
+// editProviderRuntime changes the pod spec and the runtime container of the
+// provider's DeploymentRuntimeConfig with edit, and returns once only pods
+// with the volume named volume run, one of them ready: Crossplane rolls
+// the provider's Deployment.
+func (c *Cluster) editProviderRuntime(ctx context.Context, volume string, edit func(spec, container map[string]any)) error {
 	drc := Object(gvkDeploymentRuntimeConfig)
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: providerRuntimeConfig}, drc); err != nil {
 		return errors.Wrap(err, errRuntimeConfig)
@@ -156,19 +175,12 @@ func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	spec["volumes"] = []any{map[string]any{"name": libvirtVolume, "hostPath": map[string]any{"path": dir, "type": "Directory"}}}
-	spec["securityContext"] = map[string]any{
-		// Crossplane's defaults, which a pod securityContext replaces,
-		// plus the socket's group.
-		"runAsNonRoot": true, "runAsUser": int64(2000), "runAsGroup": int64(2000),
-		"supplementalGroups": []any{int64(0)},
-	}
 	containers, _ := spec["containers"].([]any)
 	if len(containers) == 0 {
 		containers = []any{map[string]any{"name": runtimeContainer}}
 	}
 	ct, _ := containers[0].(map[string]any)
-	ct["volumeMounts"] = []any{map[string]any{"name": libvirtVolume, "mountPath": dir}}
+	edit(spec, ct)
 	containers[0] = ct
 	spec["containers"] = containers
 	if err := unstructured.SetNestedMap(drc.Object, spec, "spec", "deploymentTemplate", "spec", "template", "spec"); err != nil {
@@ -210,19 +222,47 @@ func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 		}
 		ready := 0
 		for _, p := range pods {
-			mounted := slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == libvirtVolume })
-			if !mounted {
-				why = "pod " + p.Name + " has no " + libvirtVolume + " yet"
+			if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume }) {
+				why = "pod " + p.Name + " has no volume " + volume + " yet"
 				return false, nil
 			}
 			if podReady(&p) {
 				ready++
 			}
 		}
-		why = "no ready pod with the socket"
+		why = "no ready pod with volume " + volume
 		return ready > 0, nil
 	}); err != nil {
-		return errors.Errorf(errFmtLibvirtMount, why, c.ProviderLogs(ctx, 30))
+		return errors.Errorf(errFmtRuntimeRoll, why, c.ProviderLogs(ctx, 30))
 	}
 	return nil
+}
+
+// appendItem appends item to the list m[key], replacing an item of the
+// same name.
+func appendItem(m map[string]any, key string, item map[string]any) {
+	l, _ := m[key].([]any)
+	l = slices.DeleteFunc(l, func(o any) bool {
+		om, _ := o.(map[string]any)
+		return om != nil && om["name"] == item["name"]
+	})
+	m[key] = append(l, item)
+}
+
+// trustEndpointCA makes the provider trust caPEM, the CA of a private
+// endpoint (tlsFront), besides nothing else of the system's: a ConfigMap
+// the provider's DeploymentRuntimeConfig mounts, and SSL_CERT_FILE naming
+// it. The provider's image carries no roots of its own beyond the ones it
+// embeds, which Go uses only when no system roots are found.
+func (c *Cluster) trustEndpointCA(ctx context.Context, caPEM []byte) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: endpointCAConfigMap},
+		Data: map[string]string{"ca.crt": string(caPEM)}}
+	if err := c.Client.Create(ctx, cm); client.IgnoreAlreadyExists(err) != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	return c.editProviderRuntime(ctx, endpointCAConfigMap, func(spec, ct map[string]any) {
+		appendItem(spec, "volumes", map[string]any{"name": endpointCAConfigMap, "configMap": map[string]any{"name": endpointCAConfigMap}})
+		appendItem(ct, "volumeMounts", map[string]any{"name": endpointCAConfigMap, "mountPath": endpointCADir, "readOnly": true})
+		appendItem(ct, "env", map[string]any{"name": "SSL_CERT_FILE", "value": endpointCADir + "/ca.crt"})
+	})
 }
