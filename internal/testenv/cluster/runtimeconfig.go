@@ -145,7 +145,8 @@ func deploymentTemplate(args []string) map[string]any {
 
 // mountLibvirtSocket gives the provider's pods the private libvirtd's
 // socket folder (a hostPath at the same path, so the URI's socket= names
-// it), and the socket's group (root, mode 0770) as a supplementary group:
+// it), the socket's group (root, mode 0770) as a supplementary group, and
+// a uid the host knows:
 // the local-socket way to reach a libvirt host on the node
 // (docs/backends.md).
 func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
@@ -153,10 +154,13 @@ func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 	return c.editProviderRuntime(ctx, libvirtVolume, func(spec, ct map[string]any) {
 		appendItem(spec, "volumes", map[string]any{"name": libvirtVolume, "hostPath": map[string]any{"path": dir, "type": "Directory"}})
 		appendItem(ct, "volumeMounts", map[string]any{"name": libvirtVolume, "mountPath": dir})
-		// Crossplane's defaults, which a pod securityContext replaces,
-		// plus the socket's group.
+		// A pod securityContext replaces Crossplane's defaults (non-root,
+		// uid and gid 2000). libvirtd refuses a peer whose uid has no user
+		// record on its host ("Failed to find user record for uid
+		// '2000'"), so the provider runs as nobody:nogroup, which every
+		// host has, with the socket's group.
 		spec["securityContext"] = map[string]any{
-			"runAsNonRoot": true, "runAsUser": int64(2000), "runAsGroup": int64(2000),
+			"runAsNonRoot": true, "runAsUser": int64(65534), "runAsGroup": int64(65534),
 			"supplementalGroups": []any{int64(0)},
 		}
 	})
