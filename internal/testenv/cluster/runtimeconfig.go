@@ -8,11 +8,12 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,7 @@ const (
 	libvirtVolume          = "libvirt-socket"
 	endpointCAConfigMap    = "endpoint-ca"
 	endpointCADir          = "/etc/egressproxy/endpoint-ca"
+	nudgeEvery             = 5 * time.Second
 )
 
 var (
@@ -199,26 +201,18 @@ func (c *Cluster) editProviderRuntime(ctx context.Context, volume string, edit f
 	// serves pull secrets and rewrites), so the change waits for the
 	// revision's next sync. Annotating the revision makes it now, as a
 	// platform team can too.
-	revs := &unstructured.UnstructuredList{}
-	revs.SetGroupVersionKind(ProviderRevision.GroupVersion().WithKind(ProviderRevision.Kind + "List"))
-	if err := c.Client.List(ctx, revs, client.MatchingLabels{LabelPackage: ProviderName}); err != nil {
-		return errors.Wrap(err, errRuntimeConfig)
-	}
-	for i := range revs.Items {
-		r := &revs.Items[i]
-		p := client.MergeFrom(r.DeepCopy())
-		a := r.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		a["egressproxy.io/runtime-config-generation"] = strconv.FormatInt(drc.GetGeneration(), 10)
-		r.SetAnnotations(a)
-		if err := c.Client.Patch(ctx, r, p); err != nil {
-			return errors.Wrap(err, errRuntimeConfig)
-		}
-	}
+	// Nudged again until the pods roll: the reconcile the first nudge
+	// causes may still read the old DeploymentRuntimeConfig from its cache.
+	nudges, nudged := 0, time.Time{}
 	var why string
 	if err := c.waitFor(ctx, nil, runtimeTimeout, "", func(ctx context.Context) (bool, error) {
+		if time.Since(nudged) > nudgeEvery {
+			nudges++
+			nudged = time.Now()
+			if err := c.nudgeProviderRevisions(ctx, fmt.Sprintf("%d-%d", drc.GetGeneration(), nudges)); err != nil {
+				return false, err
+			}
+		}
 		pods, err := c.ProviderPods(ctx)
 		if err != nil {
 			why = err.Error()
@@ -269,4 +263,28 @@ func (c *Cluster) trustEndpointCA(ctx context.Context, caPEM []byte) error {
 		appendItem(ct, "volumeMounts", map[string]any{"name": endpointCAConfigMap, "mountPath": endpointCADir, "readOnly": true})
 		appendItem(ct, "env", map[string]any{"name": "SSL_CERT_FILE", "value": endpointCADir + "/ca.crt"})
 	})
+}
+
+// nudgeProviderRevisions annotates the provider's revisions, which makes
+// Crossplane's runtime reconcile them (render their Deployments) now.
+func (c *Cluster) nudgeProviderRevisions(ctx context.Context, value string) error {
+	revs := &unstructured.UnstructuredList{}
+	revs.SetGroupVersionKind(ProviderRevision.GroupVersion().WithKind(ProviderRevision.Kind + "List"))
+	if err := c.Client.List(ctx, revs, client.MatchingLabels{LabelPackage: ProviderName}); err != nil {
+		return errors.Wrap(err, errRuntimeConfig)
+	}
+	for i := range revs.Items {
+		r := &revs.Items[i]
+		p := client.MergeFrom(r.DeepCopy())
+		a := r.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a["egressproxy.io/runtime-config-nudge"] = value
+		r.SetAnnotations(a)
+		if err := c.Client.Patch(ctx, r, p); err != nil {
+			return errors.Wrap(err, errRuntimeConfig)
+		}
+	}
+	return nil
 }
