@@ -165,6 +165,12 @@ func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
 			"runAsNonRoot": true, "runAsUser": int64(65534), "runAsGroup": int64(65534),
 			"supplementalGroups": []any{int64(0)},
 		}
+		// The container's own securityContext, which Crossplane also
+		// defaults (to uid 2000) when it is unset, wins over the pod's.
+		ct["securityContext"] = map[string]any{
+			"runAsNonRoot": true, "runAsUser": int64(65534), "runAsGroup": int64(65534),
+			"allowPrivilegeEscalation": false, "privileged": false,
+		}
 	})
 }
 
