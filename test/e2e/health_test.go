@@ -286,6 +286,11 @@ func brokenKVMConfigs(_ context.Context) []brokenConfig {
 	refused := pem.EncodeToMemory(block)
 	dead := deadLoopbackAddr()
 	deadHosts := []byte(knownhosts.Line([]string{knownhosts.Normalize(dead)}, srv.HostKey) + "\n")
+	// The provider runs as a pod: it reaches the server on the host's
+	// loopback at the node's address of a forwarder.
+	addr, err := env.c.Node.Expose(srv.Addr)
+	Expect(err).NotTo(HaveOccurred())
+	hosts := []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, srv.HostKey) + "\n")
 
 	mk := func(name, what, addr string, key, hosts []byte, reason string, msg OmegaMatcher) brokenConfig {
 		s := healthSecret(cluster.BackendKVM, name, map[string][]byte{dialer.KeySSHPrivateKey: key, dialer.KeyKnownHosts: hosts})
@@ -295,7 +300,7 @@ func brokenKVMConfigs(_ context.Context) []brokenConfig {
 		return brokenConfig{what: what, secret: s, config: pc, reason: reason, message: msg}
 	}
 	return []brokenConfig{
-		mk(healthBadCredentials, "an SSH key the host refuses", srv.Addr, refused, srv.KnownHosts, reasonPermanent,
+		mk(healthBadCredentials, "an SSH key the host refuses", addr, refused, hosts, reasonPermanent,
 			ContainSubstring("unable to authenticate")),
 		mk(healthUnreachable, "an SSH host on a loopback port where nothing listens", dead, srv.PrivateKey, deadHosts, reasonTransient,
 			And(ContainSubstring(dead), ContainSubstring("connection refused"))),
