@@ -103,7 +103,7 @@ xpkg: ## Build the Provider, Function and Configuration packages (no Docker); pu
 # The tests build the packages (hack/xpkg.sh) in three packages at once; on
 # a cold Go build cache each compiled the provider on its own, under the
 # load of the other tests, for more than the 8 minutes a build may take.
-# With the tests' environment (pkgruntime.HarnessEnv: this host's
+# With the tests' environment (cluster.HarnessEnv: this host's
 # architecture, no -trimpath) and CGO_ENABLED=0, the compile is also the one
 # go test needs for the same packages.
 .PHONY: xpkg-binaries

@@ -50,6 +50,8 @@
 #                  with go test's own compile of the same packages (go test
 #                  cannot trim: testenv.RepoRoot reads its source path)
 #   REGISTRY       registry/org to build for and push to (default: build only)
+#   PUSH_VIA       HOST:PORT to push to instead of REGISTRY's host (which TLS still
+#                  verifies): push by the name nodes pull by, from elsewhere
 #   REGISTRY_CA    PEM CA file the push trusts besides the system roots, for a
 #                  registry with a private CA (the tests' loopback registry)
 #   XPKG_REGISTRY  registry/org of the images (default $REGISTRY, else xpkg.egressproxy.io/egressproxy)
@@ -268,5 +270,5 @@ if [ -n "$REGISTRY" ]; then
   args=()
   for p in "${parts[@]}"; do args+=("$(push_args "$(pkg_name "$p")")"); done
   log "pushing to $REGISTRY"
-  "$OUT/bin/host/xpkgpush" ${REGISTRY_CA:+-ca-file "$REGISTRY_CA"} "${args[@]}"
+  "$OUT/bin/host/xpkgpush" ${REGISTRY_CA:+-ca-file "$REGISTRY_CA"} ${PUSH_VIA:+-via "$PUSH_VIA"} "${args[@]}"
 fi

@@ -94,7 +94,7 @@ func readObjects(path, ns string) ([]*unstructured.Unstructured, error) {
 func waitReady(ctx context.Context, c *cluster.Cluster, p *printer, ns string, claims []claim, timeout time.Duration) error {
 	for _, cl := range claims {
 		var last string
-		err := c.Step(ctx, fmt.Sprintf("%s claim %s Ready", cl.backend, cl.name), c.ProviderLog, func(ctx context.Context) error {
+		err := c.Step(ctx, fmt.Sprintf("%s claim %s Ready", cl.backend, cl.name), "", func(ctx context.Context) error {
 			return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 				u, err := c.Get(ctx, cluster.ClaimGVK(), ns, cl.name)
 				if err != nil {

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,11 @@ func run(ctx context.Context, o options) error {
 	report(ctx, c, o.namespace, claims)
 	proxiedRequests(ctx, c, o.namespace, claims)
 	p.timings(c.Timings)
+	// Where each part runs: core, the RBAC manager, CoreDNS, the provider
+	// and the function are pods on the node.
+	if out, err := exec.CommandContext(ctx, c.Tools.Kubectl, "--kubeconfig", c.Kubeconfig, "get", "pods", "-A", "-o", "wide").CombinedOutput(); err == nil { //nolint:gosec // The tool cache's kubectl.
+		fmt.Printf("[dev] kubectl get pods -A -o wide\n%s", out)
+	}
 	for _, t := range c.Timings {
 		if t.Step == cluster.StepInstall {
 			fmt.Printf("[dev] INSTALL TIME: Configurations applied → Configurations, Provider and Function installed from %s by Crossplane's package manager, every object established, in %s\n",
@@ -114,9 +120,9 @@ func run(ctx context.Context, o options) error {
       kubectl get egressproxyclaim -n %s     # the claims
       kubectl get managed -A                  # their managed resources
       %s beta trace egressproxyclaim NAME -n %s
-      Logs: %s
+      Logs: %s; kubectl logs -n crossplane-system -l pkg.crossplane.io/provider=%s
       Ctrl-C stops everything.
-`, p.since(), c.Kubeconfig, o.namespace, c.Tools.Crossplane, o.namespace, c.LogDir)
+`, p.since(), c.Kubeconfig, o.namespace, c.Tools.Crossplane, o.namespace, c.LogDir, cluster.ProviderName)
 	if o.once {
 		return nil
 	}

@@ -11,6 +11,10 @@ SPDX-License-Identifier: Apache-2.0
 //
 //	mkimage -binary _output/bin/linux_amd64/function -path /function \
 //	  -ref xpkg.egressproxy.io/egressproxy/function-egressproxy:v0.1.0 -o function.tar
+//
+// -add SRC:DST (repeatable) also puts a file or a folder (recursively) at DST,
+// owned by root and world-readable, such as the CRDs Crossplane's core image
+// carries for `crossplane core init` (hack/system-images.sh).
 package main
 
 import (
@@ -20,9 +24,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,7 +50,47 @@ const (
 	errWrite       = "cannot write the image tarball"
 	errFmtTar      = "cannot add %s to the layer"
 	errFmtPath     = "the binary's path in the image must be absolute and clean, not %q"
+	errFmtAddSpec  = "-add wants SRC:DST with an absolute, clean DST other than /, not %q"
+	errFmtAddRead  = "cannot read %s for -add"
+	errFmtAddType  = "-add copies files and folders only; %s is neither"
+	errFmtTwice    = "the image would hold %s twice"
 )
+
+// Addition is a file or folder copied into the image.
+type Addition struct {
+	// Src is a file or folder on this machine.
+	Src string
+	// Dst is its absolute path in the image.
+	Dst string
+}
+
+// ParseAddition parses SRC:DST. DST is split at the last colon, so SRC may
+// hold one.
+func ParseAddition(s string) (Addition, error) {
+	i := strings.LastIndex(s, ":")
+	if i <= 0 {
+		return Addition{}, errors.Errorf(errFmtAddSpec, s)
+	}
+	a := Addition{Src: s[:i], Dst: s[i+1:]}
+	if !path.IsAbs(a.Dst) || path.Clean(a.Dst) != a.Dst || a.Dst == "/" {
+		return Addition{}, errors.Errorf(errFmtAddSpec, s)
+	}
+	return a, nil
+}
+
+// additions is the repeatable -add flag.
+type additions []Addition
+
+func (a *additions) String() string { return fmt.Sprint(*a) }
+
+func (a *additions) Set(s string) error {
+	add, err := ParseAddition(s)
+	if err != nil {
+		return err
+	}
+	*a = append(*a, add)
+	return nil
+}
 
 // Options of an image.
 type Options struct {
@@ -63,6 +109,8 @@ type Options struct {
 	// Labels of the image config: the OCI annotations keys
 	// (org.opencontainers.image.*) a registry and a scanner show.
 	Labels map[string]string
+	// Add are files and folders copied into the image beside the binary.
+	Add []Addition
 }
 
 // OCI image label keys (github.com/opencontainers/image-spec annotations.md).
@@ -90,6 +138,7 @@ func main() {
 	flag.StringVar(&args, "args", "", "Space-separated default arguments of the entrypoint.")
 	flag.StringVar(&o.User, "user", "65532:65532", "User the entrypoint runs as.")
 	flag.StringVar(&ports, "expose", "", "Space-separated ports the image exposes, such as 9443/tcp.")
+	flag.Var((*additions)(&o.Add), "add", "SRC:DST copies a file or folder into the image at DST (repeatable).")
 	flag.StringVar(&ref, "ref", "", "Image reference recorded in the tarball, such as registry/repo:tag (required).")
 	flag.StringVar(&out, "o", "", "Output tarball (required).")
 	flag.StringVar(&source, "source", defaultSource, "The image's "+LabelSource+" label.")
@@ -205,9 +254,9 @@ func Build(o Options) (v1.Image, error) {
 	return img, errors.Wrap(err, errConfig)
 }
 
-// buildLayer returns the one layer: the binary and a world-writable /tmp,
-// which an empty base lacks. There is no CA bundle: the binaries embed
-// their TLS roots.
+// buildLayer returns the one layer: the binary, a world-writable /tmp,
+// which an empty base lacks, and the additions. There is no CA bundle: the
+// binaries embed their TLS roots.
 func buildLayer(o Options) (v1.Layer, error) {
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
@@ -219,7 +268,20 @@ func buildLayer(o Options) (v1.Layer, error) {
 		{name: "tmp/", mode: 0o1777, dir: true},
 		{name: o.Path[1:], mode: 0o755, data: bin},
 	}
+	for _, a := range o.Add {
+		add, err := additionEntries(a)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, add...)
+	}
+	seen := map[string]bool{}
 	for _, e := range entries {
+		n := strings.TrimSuffix(e.name, "/")
+		if seen[n] {
+			return nil, errors.Errorf(errFmtTwice, "/"+n)
+		}
+		seen[n] = true
 		if err := e.writeTo(tw); err != nil {
 			return nil, err
 		}
@@ -231,6 +293,46 @@ func buildLayer(o Options) (v1.Layer, error) {
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
 		tarball.WithMediaType(types.OCILayer))
 	return l, errors.Wrap(err, errLayer)
+}
+
+// additionEntries returns the layer entries of a file or a folder tree, in
+// lexical order. Modes are normalised (0755 for folders and files anyone may
+// run, else 0644), so the image does not depend on the source's umask or on
+// the Go module cache's read-only files.
+func additionEntries(a Addition) ([]tarEntry, error) {
+	var out []tarEntry
+	err := filepath.WalkDir(a.Src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(a.Src, p)
+		if err != nil {
+			return err
+		}
+		name := path.Join(a.Dst, filepath.ToSlash(rel))[1:]
+		switch {
+		case d.IsDir():
+			out = append(out, tarEntry{name: name + "/", mode: 0o755, dir: true})
+			return nil
+		case !d.Type().IsRegular():
+			return errors.Errorf(errFmtAddType, p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p) //nolint:gosec // The files the caller asks for.
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if info.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		out = append(out, tarEntry{name: name, mode: mode, data: data})
+		return nil
+	})
+	return out, errors.Wrapf(err, errFmtAddRead, a.Src)
 }
 
 type tarEntry struct {

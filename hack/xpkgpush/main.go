@@ -25,6 +25,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -60,8 +61,9 @@ const pushTimeout = 5 * time.Minute
 
 func main() {
 	caFile := flag.String("ca-file", "", "PEM CA certificate to trust in addition to the system roots.")
+	via := flag.String("via", "", "HOST:PORT to connect to instead of the registry the reference names (TLS still verifies the reference's host): push to a registry by the name nodes pull it by.")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: xpkgpush [-ca-file FILE] FILE[,FILE...]=REGISTRY/REPO:TAG ...")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: xpkgpush [-ca-file FILE] [-via HOST:PORT] FILE[,FILE...]=REGISTRY/REPO:TAG ...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -69,7 +71,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	rt, err := transport(*caFile)
+	rt, err := transport(*caFile, *via)
 	if err != nil {
 		fail(err)
 	}
@@ -93,9 +95,16 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// transport trusts the system roots plus caFile, if set.
-func transport(caFile string) (http.RoundTripper, error) {
+// transport trusts the system roots plus caFile, if set, and dials via
+// instead of the registry's address, if set.
+func transport(caFile, via string) (http.RoundTripper, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	if via != "" {
+		d := &net.Dialer{Timeout: 30 * time.Second}
+		t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, via)
+		}
+	}
 	if caFile == "" {
 		return t, nil
 	}

@@ -35,7 +35,7 @@ func TestPush(t *testing.T) {
 	if err := os.WriteFile(ca, r.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := transport(ca)
+	rt, err := transport(ca, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPush(t *testing.T) {
 	}
 
 	// Without the CA the registry's certificate is not trusted.
-	plain, _ := transport("")
+	plain, _ := transport("", "")
 	if _, err := Push(t.Context(), []string{file}, ref, plain); err == nil {
 		t.Error("Push without the CA: want a certificate error, got none")
 	}

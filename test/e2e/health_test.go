@@ -200,7 +200,7 @@ func healthSecret(b cluster.Backend, config string, data map[string][]byte) *cor
 // token it does not know, and one whose server is a dead loopback port.
 func brokenKubernetesConfigs(_ context.Context) []brokenConfig {
 	kubeconfig := func(edit func(*clientcmdapi.Config)) []byte {
-		c, err := clientcmd.LoadFromFile(env.c.Kubeconfig)
+		c, err := clientcmd.LoadFromFile(env.c.InClusterKubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		edit(c)
 		b, err := clientcmd.Write(*c)
@@ -255,10 +255,10 @@ func brokenGCPConfigs(ctx context.Context) []brokenConfig {
 	forgedSecret := healthSecret(cluster.BackendGCP, healthBadCredentials, map[string][]byte{"credentials.json": forged})
 	// The token endpoint's OAuth error code, never its body (which says
 	// "Invalid JWT Signature"): the body is the endpoint's to choose.
-	bad := mk(healthBadCredentials, "a service account key the token endpoint refuses", env.c.GCE.URL, forgedSecret.Name, reasonPermanent,
+	bad := mk(healthBadCredentials, "a service account key the token endpoint refuses", env.c.GCE.PodURL, forgedSecret.Name, reasonPermanent,
 		And(ContainSubstring("HTTP 400 invalid_grant"), Not(ContainSubstring("Invalid JWT Signature"))))
 	bad.secret = forgedSecret
-	noProject := mk("health-e2e-no-such-project", "a project that does not exist", env.c.GCE.URL, cluster.GCPKeySecret, reasonNotFound,
+	noProject := mk("health-e2e-no-such-project", "a project that does not exist", env.c.GCE.PodURL, cluster.GCPKeySecret, reasonNotFound,
 		And(ContainSubstring("projects/no-such-project-e2e"), MatchRegexp(`(?i)not.?found`)))
 	Expect(unstructured.SetNestedField(noProject.config.Object, "no-such-project-e2e", "spec", "projectID")).To(Succeed())
 	// The key's token_uri must be on the endpoint's host (or Google's), so
@@ -286,6 +286,11 @@ func brokenKVMConfigs(_ context.Context) []brokenConfig {
 	refused := pem.EncodeToMemory(block)
 	dead := deadLoopbackAddr()
 	deadHosts := []byte(knownhosts.Line([]string{knownhosts.Normalize(dead)}, srv.HostKey) + "\n")
+	// The provider runs as a pod: it reaches the server on the host's
+	// loopback at the node's address of a forwarder.
+	addr, err := env.c.Node.Expose(srv.Addr)
+	Expect(err).NotTo(HaveOccurred())
+	hosts := []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, srv.HostKey) + "\n")
 
 	mk := func(name, what, addr string, key, hosts []byte, reason string, msg OmegaMatcher) brokenConfig {
 		s := healthSecret(cluster.BackendKVM, name, map[string][]byte{dialer.KeySSHPrivateKey: key, dialer.KeyKnownHosts: hosts})
@@ -295,7 +300,7 @@ func brokenKVMConfigs(_ context.Context) []brokenConfig {
 		return brokenConfig{what: what, secret: s, config: pc, reason: reason, message: msg}
 	}
 	return []brokenConfig{
-		mk(healthBadCredentials, "an SSH key the host refuses", srv.Addr, refused, srv.KnownHosts, reasonPermanent,
+		mk(healthBadCredentials, "an SSH key the host refuses", addr, refused, hosts, reasonPermanent,
 			ContainSubstring("unable to authenticate")),
 		mk(healthUnreachable, "an SSH host on a loopback port where nothing listens", dead, srv.PrivateKey, deadHosts, reasonTransient,
 			And(ContainSubstring(dead), ContainSubstring("connection refused"))),

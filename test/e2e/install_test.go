@@ -7,7 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package e2e
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,27 +15,35 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers too.
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 var (
-	gvkCRD        = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-	gvkXRD        = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "CompositeResourceDefinition"}
-	gvkMRD        = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1alpha1", Kind: "ManagedResourceDefinition"}
-	gvkComp       = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "Composition"}
-	gvkConfigRev  = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "ConfigurationRevision"}
-	gvkProvider   = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Provider"}
-	gvkFunction   = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Function"}
-	gvkConfigPkg  = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Configuration"}
-	gvkProvRev    = pkgruntime.ProviderRevision
-	providerGroup = ".m.egressproxy.io"
+	gvkCRD            = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	gvkXRD            = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "CompositeResourceDefinition"}
+	gvkMRD            = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1alpha1", Kind: "ManagedResourceDefinition"}
+	gvkComp           = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "Composition"}
+	gvkConfigRev      = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "ConfigurationRevision"}
+	gvkProvider       = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Provider"}
+	gvkFunction       = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Function"}
+	gvkConfigPkg      = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Configuration"}
+	gvkProvRev        = cluster.ProviderRevision
+	gvkReplicaSet     = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}
+	gvkDeployment     = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	gvkServiceAccount = schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}
+	providerGroup     = ".m.egressproxy.io"
 )
 
 // The suite's control plane is installed the way users install the project
@@ -59,7 +67,7 @@ var _ = Describe("installed by Crossplane's package manager", func() {
 		// Every CRD of the provider's groups is controlled by the active
 		// ProviderRevision, directly or through its ManagedResourceDefinition.
 		var active []string
-		for _, r := range list(ctx, gvkProvRev, client.MatchingLabels{pkgruntime.LabelPackage: cluster.ProviderName}) {
+		for _, r := range list(ctx, gvkProvRev, client.MatchingLabels{cluster.LabelPackage: cluster.ProviderName}) {
 			if str(&r, "spec", "desiredState") == "Active" {
 				active = append(active, r.GetName())
 			}
@@ -122,35 +130,63 @@ var _ = Describe("installed by Crossplane's package manager", func() {
 			env.c.PackageRepo, n, prev, len(xrds), comps)
 	})
 
-	It("runs the provider as its ServiceAccount, with no other credentials", func(ctx SpecContext) {
-		p := env.c.ProviderProcess
-		Expect(p).NotTo(BeNil())
-		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID()))
-		Expect(err).NotTo(HaveOccurred())
-		var kubeconfig string
-		for _, kv := range bytes.Split(environ, []byte{0}) {
-			if k, v, ok := strings.Cut(string(kv), "="); ok && k == "KUBECONFIG" {
-				kubeconfig = v
+	It("runs the provider and the function as pods Crossplane's Deployment runtime made from the pushed package images, the provider as the ServiceAccount Crossplane made", func(ctx SpecContext) {
+		for _, p := range []struct {
+			gvk       schema.GroupVersionKind
+			pkg, repo string
+			rev       string
+			pods      func(context.Context) ([]corev1.Pod, error)
+		}{
+			{cluster.ProviderRevision, cluster.ProviderName, "provider-egressproxy", env.c.ProviderRevisionName, env.c.ProviderPods},
+			{cluster.FunctionRevision, cluster.FunctionName, "function-egressproxy", env.c.FunctionRevisionName, env.c.FunctionPods},
+		} {
+			rev := get(ctx, Default, p.gvk, "", p.rev)
+			image := str(rev, "spec", "image")
+			digest := env.c.PackageDigests[image]
+			Expect(digest).To(HavePrefix("sha256:"), "the digest pushed for %s (pushed: %v)", image, env.c.PackageDigests)
+			pods, err := p.pods(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pods).NotTo(BeEmpty(), "pods of %s", p.rev)
+			for _, pod := range pods {
+				// Pod → ReplicaSet → Deployment → the revision.
+				kind, rs := controllerOf(asUnstructured(&pod))
+				Expect(kind).To(Equal("ReplicaSet"), "pod %s", pod.Name)
+				kind, deploy := controllerOf(get(ctx, Default, gvkReplicaSet, cluster.CrossplaneNamespace, rs))
+				Expect(kind).To(Equal("Deployment"), "ReplicaSet %s", rs)
+				kind, owner := controllerOf(get(ctx, Default, gvkDeployment, cluster.CrossplaneNamespace, deploy))
+				Expect(kind+" "+owner).To(Equal(p.gvk.Kind+" "+p.rev), "Deployment %s", deploy)
+				Expect(pod.Status.ContainerStatuses).NotTo(BeEmpty(), "pod %s", pod.Name)
+				st := pod.Status.ContainerStatuses[0]
+				Expect(pod.Spec.Containers[0].Image).To(HavePrefix(env.c.PackageRepo+"/"+p.repo), "pod %s", pod.Name)
+				Expect(st.ImageID).To(HaveSuffix("@"+digest), "pod %s runs the image pushed as %s", pod.Name, image)
+				Expect(st.Ready).To(BeTrue(), "pod %s", pod.Name)
+				for _, ct := range pod.Spec.Containers {
+					for _, e := range ct.Env {
+						Expect(e.Name).NotTo(Equal("KUBECONFIG"), "pod %s: no credentials but its ServiceAccount's", pod.Name)
+					}
+				}
+				GinkgoWriter.Printf("%s %s: pod %s on %s runs %s (%s), as %s\n", p.gvk.Kind, p.rev, pod.Name, pod.Spec.NodeName,
+					pod.Spec.Containers[0].Image, digest, pod.Spec.ServiceAccountName)
+				if p.gvk != cluster.ProviderRevision {
+					continue
+				}
+				ns, name, _ := strings.Cut(env.c.ProviderServiceAccount, ":")
+				Expect(pod.Namespace + ":" + pod.Spec.ServiceAccountName).To(Equal(ns + ":" + name))
+				sa := get(ctx, Default, gvkServiceAccount, ns, name)
+				Expect(sa.GetOwnerReferences()).To(ContainElement(HaveField("Kind", p.gvk.Kind)), "the ServiceAccount Crossplane made")
+				who, err := cluster.WhoAmI(ctx, serviceAccountConfig(ctx, ns, name))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(who).To(Equal("system:serviceaccount:" + ns + ":" + name))
 			}
 		}
-		Expect(kubeconfig).NotTo(BeEmpty(), "the provider's KUBECONFIG")
-		kc, err := clientcmd.LoadFromFile(kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		for name, a := range kc.AuthInfos {
-			Expect(a.Token).NotTo(BeEmpty(), "user %s of the provider's kubeconfig: a ServiceAccount token", name)
-			Expect(a.ClientCertificateData).To(BeEmpty(), "user %s: no client certificate", name)
-			Expect(a.ClientCertificate).To(BeEmpty(), "user %s: no client certificate", name)
-		}
-		who, err := pkgruntime.WhoAmI(ctx, kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(who).To(Equal("system:serviceaccount:" + env.c.ProviderServiceAccount))
-		GinkgoWriter.Printf("the provider (pid %d) authenticates as %s\n", p.PID(), who)
 	})
 })
 
 var _ = Describe("a Configuration that cannot be installed", func() {
 	It("shows Crossplane's own condition for a missing tag and touches nothing running", func(ctx SpecContext) {
-		sa, pid := env.c.ProviderServiceAccount, env.c.ProviderProcess.PID()
+		sa := env.c.ProviderServiceAccount
+		before, err := env.c.ProviderPods(ctx)
+		Expect(err).NotTo(HaveOccurred())
 		bad := cluster.Object(gvkConfigPkg)
 		bad.SetName("configuration-egressproxy-missing")
 		Expect(unstructured.SetNestedField(bad.Object, env.c.PackageRepo+"/"+cluster.Configurations[0].Name+":v9.9.9", "spec", "package")).To(Succeed())
@@ -161,14 +197,15 @@ var _ = Describe("a Configuration that cannot be installed", func() {
 			g.Expect(cond(u, "Installed")).To(And(HavePrefix("False:"), ContainSubstring("v9.9.9")))
 			GinkgoWriter.Printf("Configuration %s: Installed=%s\n", bad.GetName(), cond(u, "Installed"))
 		}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
-		Expect(list(ctx, gvkConfigRev, client.MatchingLabels{pkgruntime.LabelPackage: bad.GetName()})).To(BeEmpty())
+		Expect(list(ctx, gvkConfigRev, client.MatchingLabels{cluster.LabelPackage: bad.GetName()})).To(BeEmpty())
 		// The installed packages keep running.
 		for _, cfg := range cluster.Configurations {
 			Expect(cond(get(ctx, Default, gvkConfigPkg, "", cfg.Name), "Healthy")).To(HavePrefix("True:"), cfg.Name)
 		}
 		Expect(env.c.ProviderServiceAccount).To(Equal(sa))
-		Expect(env.c.ProviderProcess.PID()).To(Equal(pid))
-		Expect(env.c.ProviderProcess.Exited()).NotTo(BeClosed())
+		after, err := env.c.ProviderPods(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(podRuns(after)).To(Equal(podRuns(before)), "the provider's pods, their containers' restarts")
 	})
 })
 
@@ -188,4 +225,35 @@ func controllerOf(u *unstructured.Unstructured) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// asUnstructured converts a typed object for controllerOf.
+func asUnstructured(o runtime.Object) *unstructured.Unstructured {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	Expect(err).NotTo(HaveOccurred())
+	return &unstructured.Unstructured{Object: m}
+}
+
+// serviceAccountConfig reaches the API server with only a token of the
+// ServiceAccount namespace/name, as its pods do.
+func serviceAccountConfig(ctx context.Context, namespace, name string) *rest.Config {
+	cs, err := kubernetes.NewForConfig(env.c.Config)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return &rest.Config{Host: env.c.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: env.c.Config.CAData}, BearerToken: tr.Status.Token}
+}
+
+// podRuns names each pod with its containers' restarts.
+func podRuns(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		r := int32(0)
+		for _, s := range p.Status.ContainerStatuses {
+			r += s.RestartCount
+		}
+		out = append(out, fmt.Sprintf("%s restarts=%d", p.Name, r))
+	}
+	return out
 }

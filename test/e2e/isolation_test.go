@@ -115,7 +115,7 @@ var _ = Describe("Tenancy", Label("tenancy"), func() {
 // teamAProviderConfig gives team-a a namespaced kubernetes ProviderConfig
 // and the kubeconfig Secret it reads, both in team-a.
 func teamAProviderConfig(ctx context.Context) {
-	kc, err := os.ReadFile(env.c.Kubeconfig)
+	kc, err := os.ReadFile(env.c.InClusterKubeconfig)
 	Expect(err).NotTo(HaveOccurred())
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: cluster.KubeconfigSecret},

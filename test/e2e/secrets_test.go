@@ -11,8 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -224,12 +222,10 @@ func haystacks(ctx context.Context) map[string]string {
 		hay[fmt.Sprintf("status %d", i)] = s
 	}
 	scan.Unlock()
-	if env.c.ProviderMetricsURL != "" {
-		if r, err := http.Get(env.c.ProviderMetricsURL); err == nil { //nolint:gosec,noctx // loopback metrics of the harness's provider.
-			b, _ := io.ReadAll(r.Body)
-			_ = r.Body.Close()
-			hay["metrics provider"] = string(b)
-		}
+	// The logs of Crossplane's pods and of the packages' pods it runs.
+	hay["pod logs "+cluster.CrossplaneNamespace] = env.c.PodLogs(ctx, cluster.CrossplaneNamespace, "", 1000000)
+	if m, err := env.c.ProviderMetrics(ctx); err == nil {
+		hay["metrics provider"] = m
 	}
 	return hay
 }

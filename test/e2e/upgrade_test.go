@@ -10,7 +10,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -20,16 +22,20 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers too.
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 const (
 	// upgradeVersion is what the suite upgrades the installed packages to.
 	upgradeVersion = "v0.2.0"
-	upgradeNS      = "team-upgrade"
+	// brokenVersion is a Configuration that needs a Crossplane that does
+	// not exist.
+	brokenVersion = "v0.3.0"
+	upgradeNS     = "team-upgrade"
 	// upgradeReadyTimeout bounds the claims' way to Ready: a real guest per
 	// VM backend boots under TCG, two at once.
 	upgradeReadyTimeout = 8 * time.Minute
@@ -75,24 +81,70 @@ var _ = Describe("upgrading the installed packages", Ordered, Label("upgrade"), 
 	It("rolls the Provider and the Function to "+upgradeVersion+" and keeps every proxy: claims Ready throughout, "+
 		"no instance recreated, connection Secrets unchanged", func(ctx SpecContext) {
 		before := identities(ctx, claims)
-		oldSA := env.c.ProviderServiceAccount
+		oldRev := env.c.ProviderRevisionName
 		w := watchReady(ctx, claims)
 		timed("upgrade: Configurations "+cluster.PackageVersion+" -> "+upgradeVersion+", new provider and function running", func() {
 			overlay := filepath.Join(GinkgoT().TempDir(), "overlay")
-			Expect(pkgruntime.WriteUpgradeOverlay(overlay)).To(Succeed())
+			Expect(cluster.WriteUpgradeOverlay(overlay)).To(Succeed())
 			Expect(env.c.Upgrade(ctx, upgradeVersion, overlay)).To(Succeed())
 		})
-		Expect(env.c.ProviderServiceAccount).NotTo(Equal(oldSA), "the ProviderRevision rolled")
+		Expect(env.c.ProviderRevisionName).NotTo(Equal(oldRev), "the ProviderRevision rolled")
 		// The new version's change is in the cluster.
 		crd := get(ctx, Default, gvkCRD, "", "kubernetesproxies.kubernetes.m.egressproxy.io")
 		b, err := json.Marshal(crd.Object["spec"])
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(b)).To(ContainSubstring(pkgruntime.UpgradePrinterColumn))
+		Expect(string(b)).To(ContainSubstring(cluster.UpgradePrinterColumn))
 		time.Sleep(settle)
 		Expect(w.stop()).To(BeEmpty(), "claims not Ready or not Synced during the upgrade")
 		Expect(identities(ctx, claims)).To(Equal(before),
 			"the upgrade must not recreate an instance or rewrite a connection Secret")
 		GinkgoWriter.Printf("upgraded with %d claims Ready throughout, identities unchanged:\n  %s\n", len(claims), strings.Join(before, "\n  "))
+	})
+
+	It("keeps the running provider and function when a Configuration's next version needs a Crossplane that does not exist", func(ctx SpecContext) {
+		cfg := cluster.Configurations[0]
+		meta, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "package", cfg.Part, "crossplane.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		bad := regexp.MustCompile(`(?m)^(\s+crossplane:\s*\n\s+version:\s*).*$`).ReplaceAllString(string(meta), `${1}">=v99.0.0"`)
+		Expect(bad).NotTo(Equal(string(meta)), "spec.crossplane.version in package/%s/crossplane.yaml", cfg.Part)
+		overlay := filepath.Join(GinkgoT().TempDir(), "overlay")
+		Expect(os.MkdirAll(filepath.Join(overlay, cfg.Part), 0o700)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(overlay, cfg.Part, "crossplane.yaml"), []byte(bad), 0o600)).To(Succeed())
+		before := identities(ctx, claims)
+		prov, fn := env.c.ProviderRevisionName, env.c.FunctionRevisionName
+		pods, err := env.c.ProviderPods(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		w := watchReady(ctx, claims)
+		Expect(env.c.SetConfigurationVersion(ctx, cfg.Name, brokenVersion, overlay)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(env.c.SetConfigurationVersion(ctx, cfg.Name, upgradeVersion, "")).To(Succeed())
+		})
+		var seen string
+		Eventually(ctx, func(g Gomega) {
+			u := get(ctx, g, gvkConfigPkg, "", cfg.Name)
+			seen = cond(u, "Healthy") + " / " + cond(u, "Installed")
+			g.Expect(seen).To(ContainSubstring("incompatible Crossplane version"))
+		}).WithTimeout(changeTimeout).WithPolling(poll).Should(Succeed())
+		GinkgoWriter.Printf("Configuration %s at %s: %s\n", cfg.Name, brokenVersion, seen)
+		time.Sleep(settle)
+		Expect(w.stop()).To(BeEmpty(), "claims not Ready or not Synced after the broken version")
+		for _, p := range []struct {
+			gvk  schema.GroupVersionKind
+			name string
+			want string
+		}{{cluster.ProviderRevision, cluster.ProviderName, prov}, {cluster.FunctionRevision, cluster.FunctionName, fn}} {
+			var active []string
+			for _, r := range list(ctx, p.gvk, client.MatchingLabels{cluster.LabelPackage: p.name}) {
+				if str(&r, "spec", "desiredState") == "Active" {
+					active = append(active, r.GetName())
+				}
+			}
+			Expect(active).To(Equal([]string{p.want}), "active %s", p.gvk.Kind)
+		}
+		after, err := env.c.ProviderPods(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(podRuns(after)).To(Equal(podRuns(pods)), "the provider's pods, their containers' restarts")
+		Expect(identities(ctx, claims)).To(Equal(before))
 	})
 })
 

@@ -31,8 +31,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 // TestXpkg builds the packages with hack/xpkg.sh and checks what each holds:
@@ -85,7 +85,7 @@ func TestXpkg(t *testing.T) {
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "OUTPUT_DIR="+out, "CROSSPLANE="+cli, "VERSION=v0.0.0-test")
 	// Only this host's architecture: TestXpkgImageIndex checks the others.
-	cmd.Env = append(cmd.Env, pkgruntime.HarnessEnv()...)
+	cmd.Env = append(cmd.Env, cluster.HarnessEnv()...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/xpkg.sh %v: %v\n%s", parts, err, b)
 	}

@@ -7,12 +7,16 @@ SPDX-License-Identifier: Apache-2.0
 // Package cluster brings up a local Crossplane control plane that behaves
 // like a real cluster, from binaries hack/tools.sh builds: a real node
 // (package node: kubelet, containerd, the squid image) with etcd,
-// kube-apiserver, kube-controller-manager (garbage collection, Deployments)
-// and kube-scheduler inside its network namespace, where the pods are
-// (envtest and kwok's fake nodes where no real node can run), Crossplane core, the composition
-// function, the provider, the XRD and Compositions, and the backends'
-// ProviderConfigs and test doubles (the GCE fake, a private libvirtd that
-// boots the real guest image). The end-to-end suite and make dev share it.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy
+// inside its network namespace, where the pods are, and CoreDNS as a pod;
+// Crossplane installed from its own Helm chart (core and the RBAC manager
+// as pods, from an image pushed to the harness's registry); the
+// Configurations installed from that registry, whose Provider and Function
+// Crossplane's Deployment runtime runs as pods from their package images;
+// and the backends' ProviderConfigs and test doubles (the GCE fake, a
+// private libvirtd that boots the real guest image). The end-to-end suite
+// and make dev share it. Where no real node can run, Start fails with
+// ErrMissing (StartBare runs kwok's fake nodes for what needs no pods).
 //
 // Every process it starts is stopped by PID when the Cluster stops, and a
 // watchdog kills them if the process that started them dies first.
@@ -24,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -34,7 +39,6 @@ import (
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 const (
@@ -100,22 +104,27 @@ type Cluster struct {
 	GCE *GCE
 	// Libvirt is the private libvirtd, when the kvm backend was set up.
 	Libvirt *Libvirt
-	// Node is the real node KubernetesProxy pods run on, with the control
-	// plane and package traffic's addresses in its network namespace; nil
-	// where it cannot run, and NoRealNode says why (envtest and kwok's fake
-	// nodes run instead).
+	// Node is the real node every pod runs on, with the control plane and
+	// package traffic's addresses in its network namespace. Where it cannot
+	// run, NoRealNode says why and Start fails.
 	Node       *node.Node
 	NoRealNode string
 	// SquidImage is the squid image the real node has (no registry).
 	SquidImage string
-	// ProviderMetricsURL serves the provider's Prometheus metrics.
-	ProviderMetricsURL string
-	// ProviderLog is the provider's log, in LogDir.
-	ProviderLog string
+	// ProviderRevisionName and FunctionRevisionName are the active
+	// revisions whose pods Crossplane's Deployment runtime runs
+	// (ProviderPods, FunctionPods).
+	ProviderRevisionName, FunctionRevisionName string
 	// ProviderServiceAccount is namespace:name of the ServiceAccount the
-	// provider runs as, ProviderProcess the provider.
+	// provider's pods run as (examples/rbac's DeploymentRuntimeConfig
+	// names it).
 	ProviderServiceAccount string
-	ProviderProcess        *Process
+	// RegistryHost is where the node and its pods reach the registry
+	// (node.BridgeIP:port); the host pushes through its loopback.
+	RegistryHost string
+	// PackageDigests are the digests pushed, by reference
+	// (REGISTRY/org/name:version).
+	PackageDigests map[string]string
 	// PackageRepo is registry/org, where the packages are pushed.
 	PackageRepo string
 	// Unavailable are the backends asked for whose test doubles cannot run
@@ -128,9 +137,8 @@ type Cluster struct {
 	tempDir        bool
 	crossplaneCRDs string
 	registry       *ociregistry.Registry
-	runtime        *pkgruntime.Runtime
-	packageProcs   map[string]*Process // by name, what the runtime runs
-	stopRuntime    context.CancelFunc
+	mu             sync.Mutex
+	kept           bool
 	cleanups       []func()
 }
 
@@ -139,7 +147,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Nodes == 0 {
 		o.Nodes = defaultNodes
 	}
-	c := &Cluster{opts: o, Dir: o.Dir, packageProcs: map[string]*Process{}}
+	c := &Cluster{opts: o, Dir: o.Dir}
 	tools, missing := FindTools()
 	if len(missing) > 0 {
 		return nil, errors.Errorf(errFmtTools, strings.Join(missing, ", "), strings.Join(missing, " "))
@@ -198,7 +206,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		b, err := BuildBinaries(ctx, c.dir("bin"))
 		c.Bin = b
 		if err == nil {
-			err = c.build("", "provider", "function").Run(ctx)
+			err = c.push(ctx, c.build("", "provider", "function"))
 		}
 		built <- err
 	}()
@@ -215,26 +223,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		{name: "kube-proxy", log: "kube-proxy.log", fn: c.startKubeProxy},
 		{name: "cluster DNS (CoreDNS)", fn: c.startDNS},
 	}
-	if c.Node == nil {
-		steps = []step{
-			{name: "kube-apiserver and etcd", log: "envtest.log", fn: c.startControlPlane},
-			{name: "kube-controller-manager", log: "kube-controller-manager.log", fn: c.startKCM},
-			{name: "kwok and fake nodes", log: "kwok.log", fn: c.startNodes},
-			{name: "kube-scheduler", log: "kube-scheduler.log", fn: c.startScheduler},
-		}
-	}
 	steps = append(steps,
-		step{name: "crossplane core init", log: "crossplane-init.log", fn: c.coreInitAndTLS},
-		step{name: "crossplane core start", log: "crossplane.log", fn: c.startCore},
-		step{name: "crossplane RBAC manager", log: "rbac-manager.log", fn: c.startRBACManager},
-		step{name: "package runtime (External)", fn: c.startRuntime},
+		step{name: "Crossplane from its Helm chart (pods)", log: "", fn: c.startCrossplane, timeout: crossplaneTimeout + time.Minute},
 		// A cold Go build cache takes minutes on 2 busy cores.
 		step{name: "build and push Provider and Function", timeout: buildTimeout, fn: func(context.Context) error {
 			return errors.Wrap(<-built, errBinaries)
 		}},
 		step{name: "build and push the Configurations", fn: c.buildConfigurations},
 		step{name: StepInstall, log: "crossplane.log", fn: c.installConfigurations},
-		step{name: "run the installed provider and function", fn: c.runPackages},
+		step{name: "provider and function pods (Deployment runtime)", fn: c.runPackages, timeout: runtimeTimeout + time.Minute},
 	)
 	return c.runSteps(ctx, append(steps, c.backendSteps()...))
 }
@@ -304,13 +301,21 @@ func (c *Cluster) logf(format string, args ...any) {
 
 // Keep makes Stop keep the state folder and its logs even when Start made
 // it, say because a test failed.
-func (c *Cluster) Keep() { c.tempDir = false }
+func (c *Cluster) Keep() { c.tempDir, c.kept = false, true }
 
 // Stop stops every process, newest first, and the control plane, and
-// removes the state folder if Start made it.
+// removes the state folder if Start made it. A kept cluster first writes
+// the logs of its pods (Crossplane, the packages, CoreDNS), which the node
+// keeps in its own folder, to LogDir/pods.log.
 func (c *Cluster) Stop() {
-	if c.stopRuntime != nil {
-		c.stopRuntime()
+	if c.kept && c.Config != nil && c.Node != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var b strings.Builder
+		for _, ns := range []string{CrossplaneNamespace, "kube-system"} {
+			b.WriteString(c.PodLogs(ctx, ns, "", 100000))
+		}
+		cancel()
+		_ = os.WriteFile(filepath.Join(c.LogDir, "pods.log"), []byte(b.String()), 0o600)
 	}
 	if c.sup != nil {
 		c.sup.stopAll()

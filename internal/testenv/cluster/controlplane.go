@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/kube"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
@@ -33,9 +32,9 @@ const (
 )
 
 // startNodeControlPlane starts etcd and kube-apiserver inside the real
-// node's network namespace (node.ControlPlane), with Crossplane's CRDs only:
-// the provider's come from its package. The host reaches the apiserver
-// through a forwarder on its loopback (Config, Kubeconfig).
+// node's network namespace (node.ControlPlane), with no CRDs: Crossplane's
+// chart installs its own, the packages the rest. The host reaches the
+// apiserver through a forwarder on its loopback (Config, Kubeconfig).
 func (c *Cluster) startNodeControlPlane(ctx context.Context) error {
 	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
 	if err != nil {
@@ -67,19 +66,7 @@ func (c *Cluster) startNodeControlPlane(ctx context.Context) error {
 			return errors.Wrap(err, errCPStart)
 		}
 	}
-	_, err = envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true, MaxTime: time.Minute})
-	return errors.Wrap(err, errCRDs)
-}
-
-// startControlPlane starts kube-apiserver and etcd (envtest) on the host,
-// where no real node can run, with Crossplane's CRDs only.
-func (c *Cluster) startControlPlane(ctx context.Context) error {
-	crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
-	if err != nil {
-		return err
-	}
-	c.crossplaneCRDs = crds
-	return c.startKube(func() (*kube.Env, error) { return kube.NewWithoutProviderCRDs(kube.NodeFlags, crds) })
+	return nil
 }
 
 // startKube starts kube-apiserver and etcd with newEnv, under the
@@ -193,15 +180,4 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		return errors.Wrap(err, errKwokStart)
 	}
 	return c.createNodes(ctx, p)
-}
-
-// coreInitAndTLS runs core init and writes core's client certificate.
-func (c *Cluster) coreInitAndTLS(ctx context.Context) error {
-	if err := ensureNamespace(ctx, c.Client, CrossplaneNamespace); err != nil {
-		return err
-	}
-	if err := c.coreInit(ctx); err != nil {
-		return err
-	}
-	return c.writeClientTLS(ctx)
 }

@@ -9,8 +9,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,35 +20,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 )
 
-// Crossplane's namespace and the Secrets core init fills.
-const (
-	// CrossplaneNamespace is where Crossplane keeps its Secrets.
-	CrossplaneNamespace = "crossplane-system"
-
-	secretCA     = "crossplane-root-ca"
-	secretClient = "crossplane-tls-client"
-)
+// CrossplaneNamespace is where Crossplane's chart installs it, and where
+// it runs the packages.
+const CrossplaneNamespace = "crossplane-system"
 
 const (
-	errCoreVersion  = "cannot read the version of crossplane-core"
-	errFmtCRDs      = "cannot find Crossplane %s's CRDs in the Go module cache (go mod download)"
-	errFmtCoreInit  = "crossplane core init failed %d times; the last: %s"
-	errGetSecret    = "cannot get a Secret core init creates"
-	errWriteTLS     = "cannot write Crossplane's client certificate"
-	errCoreReady    = "crossplane core did not become ready"
-	errFmtNoTLSData = "Secret %s/%s has no %s"
-	errFmtNamespace = "cannot create namespace %s"
+	errCoreVersion    = "cannot read the version of crossplane-core"
+	errFmtCRDs        = "cannot find Crossplane %s's CRDs in the Go module cache (go mod download)"
+	errFmtNamespace   = "cannot create namespace %s"
+	errSystemImages   = "cannot build Crossplane's image (hack/system-images.sh)"
+	errNoCoreRef      = "hack/system-images.sh's refs name no crossplane image"
+	errPushCore       = "cannot push Crossplane's image to the registry"
+	errInstallXP      = "cannot install Crossplane from its chart"
+	errFmtXPAvailable = "Crossplane's Deployments are not Available: %s"
 
-	coreInitAttempts = 5
+	crossplaneTimeout = 3 * time.Minute
 )
 
 // crossplaneCRDs returns the folder of the CRDs of the Crossplane release the
-// crossplane-core binary was built from, from the Go module cache (hack/tools.sh
+// crossplane-core binary was built from, in the Go module cache (hack/tools.sh
 // built it from there; go mod download fetches it again if the cache was
-// cleaned).
+// cleaned). Its chart is beside it (crossplaneChartDir).
 func crossplaneCRDs(ctx context.Context, core string) (string, error) {
 	out, err := exec.CommandContext(ctx, core, "--version").Output()
 	if err != nil {
@@ -72,115 +65,72 @@ func crossplaneCRDs(ctx context.Context, core string) (string, error) {
 	return filepath.Join(m.Dir, "cluster", "crds"), nil
 }
 
-// coreEnv is the environment core init and core start read their settings
-// from: their flag names come out oddly (--cr-ds-path, --tlsca-secret-name).
-func (c *Cluster) coreEnv() []string {
-	return []string{
-		"KUBECONFIG=" + c.Kubeconfig,
-		"POD_NAMESPACE=" + CrossplaneNamespace,
-		"CRDS_PATH=" + c.crossplaneCRDs,
-		"ENABLE_WEBHOOKS=false",
-		"TLS_CA_SECRET_NAME=" + secretCA,
-		"TLS_CLIENT_SECRET_NAME=" + secretClient,
-		"TLS_CLIENT_CERTS_DIR=" + c.dir("tls", "crossplane-client"),
+// startCrossplane installs Crossplane as a platform team does: its image
+// (hack/system-images.sh, from the crossplane-core binary) pushed to the
+// registry the node pulls from, then its own Helm chart with
+// examples/crossplane/values.yaml, core trusting the registry's CA through
+// the ConfigMap those values name. Core's init container installs the CRDs
+// and webhook configurations; core and the RBAC manager run as pods. It
+// returns once both Deployments are Available.
+func (c *Cluster) startCrossplane(ctx context.Context) error {
+	if c.Node == nil {
+		return errors.New(errNoNode)
 	}
-}
-
-// coreInit installs Crossplane's CRDs and creates its CA and client
-// certificate. Its first run often fails with a stale REST mapper right
-// after it installs the CRDs ("no matches for kind Lock"): run it again.
-func (c *Cluster) coreInit(ctx context.Context) error {
-	var last string
-	for i := 1; i <= coreInitAttempts; i++ {
-		cmd := exec.CommandContext(ctx, c.Tools.CrossplaneCore, "core", "init")
-		cmd.Env = append(os.Environ(), c.coreEnv()...)
-		out, err := cmd.CombinedOutput()
-		_ = appendFile(filepath.Join(c.LogDir, "crossplane-init.log"), fmt.Sprintf("### attempt %d\n%s\n", i, out))
-		if err == nil {
-			return nil
+	if c.crossplaneCRDs == "" {
+		crds, err := crossplaneCRDs(ctx, c.Tools.CrossplaneCore)
+		if err != nil {
+			return err
 		}
-		last = lastLine(string(out))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(i) * 500 * time.Millisecond):
-		}
+		c.crossplaneCRDs = crds
 	}
-	return errors.Errorf(errFmtCoreInit, coreInitAttempts, last)
-}
-
-// writeClientTLS writes core's client certificate, which it needs to call
-// functions, from the Secret core init filled.
-func (c *Cluster) writeClientTLS(ctx context.Context) error {
-	s := &corev1.Secret{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: CrossplaneNamespace, Name: secretClient}, s); err != nil {
-		return errors.Wrap(err, errGetSecret)
-	}
-	dir := c.dir("tls", "crossplane-client")
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		if len(s.Data[k]) == 0 {
-			return errors.Errorf(errFmtNoTLSData, CrossplaneNamespace, secretClient, k)
-		}
-		if err := os.WriteFile(filepath.Join(dir, k), s.Data[k], 0o600); err != nil {
-			return errors.Wrap(err, errWriteTLS)
-		}
-	}
-	return nil
-}
-
-// startCore runs crossplane core start without webhooks, with the External
-// package runtime (the harness runs the packages, package pkgruntime), on
-// free ports, trusting the package registry's CA, in a private mount
-// namespace whose /etc/hosts resolves the function's Service names to
-// loopback (pkgruntime.WithPrivateHosts).
-func (c *Cluster) startCore(ctx context.Context) error {
-	metrics, err := freePort()
+	out, err := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "system-images.sh"), "build").Output()
 	if err != nil {
-		return err
+		return errors.Wrap(err, errSystemImages)
 	}
-	health, err := freePort()
+	dir := strings.TrimSpace(string(out))
+	refs, err := os.ReadFile(filepath.Join(dir, "refs")) //nolint:gosec // The script's own output.
 	if err != nil {
-		return err
+		return errors.Wrap(err, errSystemImages)
 	}
-	args := []string{"core", "start", "--enable-webhooks=false", "--package-runtime=External",
-		"--xpkg-cache-dir=" + c.dir("crossplane", "xpkg"),
-		"--ca-bundle-path=" + c.registry.CAFile,
-		// A Configuration upgrade rolls the Provider and the Function to
-		// the versions its dependsOn asks for (alpha in v2.4).
-		"--enable-dependency-version-upgrades",
-		fmt.Sprintf("--metrics-port=%d", metrics), fmt.Sprintf("--health-probe-port=%d", health),
-		"--poll-interval=15s",
+	tag := ""
+	for _, l := range strings.Split(string(refs), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "crossplane" {
+			if i := strings.LastIndex(f[1], ":"); i > 0 {
+				tag = f[1][i+1:]
+			}
+		}
 	}
+	if tag == "" {
+		return errors.New(errNoCoreRef)
+	}
+	// Pushed through the host's loopback; the node pulls the same
+	// repository by the address it reaches the registry at.
+	if _, err := pushImage(ctx, filepath.Join(dir, "crossplane.tar"), c.registry.Host+"/crossplane-system/crossplane:"+tag, c.registry.Transport()); err != nil {
+		return errors.Wrap(err, errPushCore)
+	}
+	var args []string
 	if c.opts.Debug {
 		args = append(args, "--debug")
 	}
-	bin, wrapped, err := pkgruntime.WithPrivateHosts(ctx, filepath.Join(c.dir("crossplane"), "hosts"), []string{FunctionName},
-		c.Tools.CrossplaneCore, args...)
-	if err != nil {
-		return err
+	if err := installCrossplane(ctx, c.Client, crossplaneInstall{
+		ChartDir: crossplaneChartDir(c.crossplaneCRDs), ValuesFile: CrossplaneValuesFile(),
+		Repository: c.RegistryHost + "/crossplane-system/crossplane", Tag: tag,
+		RegistryCA: c.registry.CAPEM, ExtraArgs: args,
+	}); err != nil {
+		return errors.Wrap(err, errInstallXP)
 	}
-	p, err := c.sup.start("crossplane", bin, wrapped, c.coreEnv())
-	if err != nil {
-		return err
+	var why string
+	if err := c.waitFor(ctx, nil, crossplaneTimeout, "", func(ctx context.Context) (bool, error) {
+		ok, w, err := crossplaneAvailable(ctx, c.Client)
+		why = w
+		if err != nil {
+			why = err.Error()
+		}
+		return ok, nil
+	}); err != nil {
+		return errors.Errorf(errFmtXPAvailable+"\n%s", why, c.PodLogs(ctx, CrossplaneNamespace, "app=crossplane", 30))
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
-	return c.waitFor(ctx, p, 60*time.Second, errCoreReady, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, url), nil
-	})
-}
-
-// httpOK reports whether url answers 200.
-func httpOK(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	rsp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = rsp.Body.Close()
-	return rsp.StatusCode == http.StatusOK
+	return nil
 }
 
 // ensureNamespace creates a namespace if it is missing.

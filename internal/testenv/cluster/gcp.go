@@ -69,8 +69,9 @@ const (
 
 // GCE is a running GCE fake.
 type GCE struct {
-	// URL is the Compute Engine endpoint, as ProviderConfig spec.endpoint.
-	URL string
+	// URL is the fake's address on the host (Admin); PodURL where the
+	// provider's pods reach it, as ProviderConfig spec.endpoint.
+	URL, PodURL string
 	// Guests is where the fake runs a real guest for every RUNNING
 	// instance (package guestvm), or nil: NoGuests then says why, and the
 	// fake simulates the guests' reports instead.
@@ -152,6 +153,21 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, errGCPKey)
 	}
+	// The provider's pods reach the fake, which runs on the host, over
+	// TLS at the node's address (the provider sends tokens over https
+	// only, but to loopback), as a private endpoint: its CA is a ConfigMap
+	// the provider's DeploymentRuntimeConfig mounts and names in
+	// SSL_CERT_FILE. The endpoint and the key's token_uri name it.
+	hostAddr := strings.TrimPrefix(strings.TrimSuffix(u, "/"), "http://")
+	podAddr, caPEM, err := c.tlsFront(hostAddr)
+	if err != nil {
+		return err
+	}
+	c.GCE.PodURL = "https://" + podAddr
+	key = []byte(strings.ReplaceAll(string(key), "http://"+hostAddr, c.GCE.PodURL))
+	if err := c.trustEndpointCA(ctx, caPEM); err != nil {
+		return err
+	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: GCPKeySecret},
 		Data:       map[string][]byte{"credentials.json": key},
@@ -159,7 +175,7 @@ func (c *Cluster) setupGCP(ctx context.Context) error {
 	if err := c.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
 		return errors.Wrap(err, errGCPKeyStore)
 	}
-	return Apply(ctx, c.Client, GCPProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.GCE.URL))
+	return Apply(ctx, c.Client, GCPProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.GCE.PodURL))
 }
 
 // gceGuests starts the GCE fake's private libvirtd, with package traffic's

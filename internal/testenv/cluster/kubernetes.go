@@ -60,7 +60,9 @@ func (c *Cluster) setupKubernetesBackend(ctx context.Context) error {
 	if err := ensureNamespace(ctx, c.Client, ProxyNamespace); err != nil {
 		return err
 	}
-	kc, err := os.ReadFile(c.Kubeconfig)
+	// The provider runs as a pod: it reaches this cluster as pods do,
+	// at https://kubernetes.default.svc.
+	kc, err := os.ReadFile(c.InClusterKubeconfig)
 	if err != nil {
 		return errors.Wrap(err, errKubeconfig)
 	}

@@ -151,6 +151,11 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
+	// The provider runs as a pod: it reaches the daemon's socket on the
+	// host through a hostPath (mountLibvirtSocket).
+	if err := c.mountLibvirtSocket(ctx, d.Socket); err != nil {
+		return err
+	}
 	return Apply(ctx, c.Client, KVMProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.Libvirt.URI))
 }
 

@@ -158,17 +158,15 @@ const (
 // with package traffic's addresses in its network namespace; the control
 // plane then starts inside it (startNodeControlPlane), and the kubelet last
 // (startKubelet). Where no real node can run (no root, containerd or
-// images) it sets NoRealNode and Start runs envtest and kwok's fake nodes
-// instead: the specs that send traffic through a KubernetesProxy then skip,
-// or fail when CI=true (testenv.Missing fails there).
+// images) it sets NoRealNode and fails with ErrMissing: Crossplane and the
+// packages run as pods, which need a node (StartBare runs kwok's fake
+// nodes for what needs none).
 func (c *Cluster) newRealNode(ctx context.Context) error {
 	err := c.newNode(ctx)
-	if !errors.Is(err, ErrMissing) {
-		return err
+	if errors.Is(err, ErrMissing) {
+		c.NoRealNode = err.Error()
 	}
-	c.NoRealNode = err.Error()
-	c.logf("no real node here, envtest and kwok's %d fake nodes instead: %v", c.opts.Nodes, err)
-	return nil
+	return err
 }
 
 func (c *Cluster) newNode(ctx context.Context) (err error) {
@@ -184,6 +182,7 @@ func (c *Cluster) newNode(ctx context.Context) (err error) {
 	images := node.FindImages(t)
 	n := node.New(ctx, t, node.Config{
 		Name: RealNodeName, Kubelet: kubelet, Images: images, LogDir: c.LogDir, ClusterDNS: ClusterDNS,
+		Registries:  map[string]string{c.RegistryHost: c.registry.CAFile},
 		KubeletArgs: []string{"--cloud-provider=external"},
 	})
 	// The pods and containerd's shims are no children of this process:
@@ -195,7 +194,7 @@ func (c *Cluster) newNode(ctx context.Context) (err error) {
 		return err
 	}
 	c.Node, c.SquidImage = n, images.Squid
-	return nil
+	return c.exposeRegistry()
 }
 
 // startKubelet starts the real node's kubelet and waits until the node is

@@ -9,21 +9,22 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/url"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
-	"github.com/egressproxy/provider-egressproxy/internal/testenv/pkgruntime"
 )
 
 // The packages as Crossplane's package manager names them: a package it
@@ -41,18 +42,18 @@ const (
 	// packageOrg is the repository path the packages are pushed under.
 	packageOrg = "egressproxy"
 
-	errRegistry        = "cannot start the package registry"
-	errOverlay         = "cannot write the Configurations' overlay"
-	errBuildPackages   = "cannot build and push the packages"
-	errFmtInstalled    = "the packages were not installed: %s"
-	errFmtNoRevision   = "no active, healthy %s of %s"
-	errApplyPackages   = "cannot apply the Configurations"
-	errRuntime         = "cannot start the package runtime"
-	errRBACManager     = "cannot start Crossplane's RBAC manager"
-	errRunProvider     = "cannot run the installed provider"
-	errRunFunction     = "cannot run the installed function"
-	installTimeout     = 3 * time.Minute
-	revisionWaitPeriod = 2 * time.Minute
+	errRegistry           = "cannot start the package registry"
+	errOverlay            = "cannot write the Configurations' overlay"
+	errBuildPackages      = "cannot build and push the packages"
+	errFmtInstalled       = "the packages were not installed: %s"
+	errFmtNoRevision      = "no active, healthy %s of %s"
+	errApplyPackages      = "cannot apply the Configurations"
+	errFmtNotRunning      = "%s %s does not run yet: %s"
+	errFmtRegistryHost    = "the registry is exposed at %s, not %s"
+	errFmtNoConfiguration = "no Configuration %s"
+	runtimeTimeout        = 3 * time.Minute
+	installTimeout        = 3 * time.Minute
+	revisionWaitPeriod    = 2 * time.Minute
 )
 
 // Configurations are the Configuration packages Start installs, by package
@@ -72,24 +73,63 @@ var (
 	gvkXRD                   = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "CompositeResourceDefinition"}
 )
 
-// startRegistry starts the OCI registry the packages are pushed to, on
-// loopback, behind TLS with a CA of its own that core trusts.
+// startRegistry starts the OCI registry the images and packages are pushed
+// to, on the host's loopback, behind TLS with a CA of its own. The node and
+// its pods reach it at node.BridgeIP on the same port (exposeRegistry),
+// the address its certificate also names: Crossplane pulls the packages
+// and containerd their images by that name, trusting the CA as a user
+// trusts a private registry (the chart's registryCaBundleConfig, the
+// node's certs.d). The harness pushes through loopback (Build.Via).
 func (c *Cluster) startRegistry() error {
-	reg, err := ociregistry.New(ociregistry.Options{Dir: c.dir("registry"), BlobsOnDisk: true})
+	reg, err := ociregistry.New(ociregistry.Options{Dir: c.dir("registry"), BlobsOnDisk: true, IPs: []net.IP{net.ParseIP(node.BridgeIP)}})
 	if err != nil {
 		return errors.Wrap(err, errRegistry)
 	}
 	c.registry = reg
 	c.cleanups = append(c.cleanups, reg.Close)
-	c.PackageRepo = reg.Host + "/" + packageOrg
+	_, port, _ := net.SplitHostPort(reg.Host)
+	c.RegistryHost = net.JoinHostPort(node.BridgeIP, port)
+	c.PackageRepo = c.RegistryHost + "/" + packageOrg
+	return nil
+}
+
+// exposeRegistry makes the registry reachable at RegistryHost inside the
+// node's network namespace.
+func (c *Cluster) exposeRegistry() error {
+	got, err := c.Node.Expose(c.registry.Host)
+	if err != nil {
+		return errors.Wrap(err, errRegistry)
+	}
+	if got != c.RegistryHost {
+		return errors.Errorf(errFmtRegistryHost, got, c.RegistryHost)
+	}
 	return nil
 }
 
 // build returns a build of the packages at PackageVersion into the
 // state folder.
-func (c *Cluster) build(overlay string, parts ...string) pkgruntime.Build {
-	return pkgruntime.Build{CLI: c.Tools.Crossplane, Repo: c.PackageRepo, CAFile: c.registry.CAFile,
+// The node runs the amd64 images: the harness builds only those (make xpkg
+// builds every architecture).
+func (c *Cluster) build(overlay string, parts ...string) Build {
+	return Build{CLI: c.Tools.Crossplane, Repo: c.PackageRepo, CAFile: c.registry.CAFile, Via: c.registry.Host,
 		Version: PackageVersion, Out: c.dir("xpkg"), Overlay: overlay, Parts: parts}
+}
+
+// push runs a build and records the digests it pushed.
+func (c *Cluster) push(ctx context.Context, b Build) error {
+	d, err := b.Run(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.PackageDigests == nil {
+		c.PackageDigests = map[string]string{}
+	}
+	for ref, digest := range d {
+		c.PackageDigests[ref] = digest
+	}
+	return nil
 }
 
 // buildConfigurations builds and pushes the Configurations once the
@@ -105,7 +145,7 @@ func (c *Cluster) buildConfigurations(ctx context.Context) error {
 	for _, cfg := range Configurations {
 		parts = append(parts, cfg.Part)
 	}
-	return errors.Wrap(c.build(overlay, parts...).Run(ctx), errBuildPackages)
+	return errors.Wrap(c.push(ctx, c.build(overlay, parts...)), errBuildPackages)
 }
 
 // writeOverlay writes into dir/<part>/ the Composition files of the
@@ -162,50 +202,6 @@ func (c *Cluster) writeOverlay(dir string) error {
 	return nil
 }
 
-// startRBACManager runs Crossplane's RBAC manager, which the Helm chart runs
-// beside core, in a network namespace of its own
-// (pkgruntime.StartRBACManager).
-func (c *Cluster) startRBACManager(ctx context.Context) error {
-	u, err := url.Parse(c.Config.Host)
-	if err != nil {
-		return errors.Wrap(err, errRBACManager)
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	c.cleanups = append(c.cleanups, cancel)
-	var args []string
-	if c.opts.Debug {
-		args = append(args, "--debug")
-	}
-	_, err = pkgruntime.StartRBACManager(rctx, c.spawner(), c.Tools.CrossplaneCore, c.Kubeconfig, u.Host, c.dir("crossplane"), args...)
-	return errors.Wrap(err, errRBACManager)
-}
-
-// spawner starts processes for package pkgruntime under the supervisor.
-func (c *Cluster) spawner() pkgruntime.Spawner {
-	return func(name, bin string, args, env []string) (pkgruntime.Process, error) {
-		p, err := c.sup.start(name, bin, args, env)
-		if err != nil {
-			return nil, err
-		}
-		c.packageProcs[name] = p
-		return p, nil
-	}
-}
-
-// startRuntime starts the External package runtime's hooks (package
-// pkgruntime): core runs --package-runtime=External and the harness is
-// that runtime.
-func (c *Cluster) startRuntime(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stopRuntime = cancel
-	r, err := pkgruntime.Start(ctx, pkgruntime.Options{
-		Config: c.Config, Client: c.Client, Dir: c.dir("runtime"), LogDir: c.LogDir,
-		Spawn: c.spawner(), Logf: c.logf,
-	})
-	c.runtime = r
-	return errors.Wrap(err, errRuntime)
-}
-
 // installConfigurations applies what a platform team applies, and nothing
 // else: the activation policy of a safe-start provider
 // (examples/activation) and the Configurations, from the registry. The
@@ -215,6 +211,9 @@ func (c *Cluster) startRuntime(context.Context) error {
 // objects established, and each XRD serves its API.
 func (c *Cluster) installConfigurations(ctx context.Context) error {
 	if err := c.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), "examples", "activation", "egressproxy.yaml")); err != nil {
+		return err
+	}
+	if err := c.applyRuntimeConfigs(ctx); err != nil {
 		return err
 	}
 	objs := make([]*unstructured.Unstructured, 0, len(Configurations))
@@ -264,9 +263,9 @@ func (c *Cluster) notInstalled(ctx context.Context) []string {
 			waiting = append(waiting, fmt.Sprintf("%s %s: %s", p.gvk.Kind, p.name, conditions(u)))
 		}
 	}
-	for _, gvk := range []schema.GroupVersionKind{pkgruntime.ProviderRevision, pkgruntime.FunctionRevision} {
+	for _, gvk := range []schema.GroupVersionKind{ProviderRevision, FunctionRevision} {
 		name := ProviderName
-		if gvk == pkgruntime.FunctionRevision {
+		if gvk == FunctionRevision {
 			name = FunctionName
 		}
 		if _, err := c.activeRevision(ctx, gvk, name, PackageVersion); err != nil {
@@ -296,7 +295,7 @@ func (c *Cluster) notInstalled(ctx context.Context) []string {
 func (c *Cluster) activeRevision(ctx context.Context, gvk schema.GroupVersionKind, pkg, version string) (*unstructured.Unstructured, error) {
 	revs := &unstructured.UnstructuredList{}
 	revs.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := c.Client.List(ctx, revs, client.MatchingLabels{pkgruntime.LabelPackage: pkg}); err != nil {
+	if err := c.Client.List(ctx, revs, client.MatchingLabels{LabelPackage: pkg}); err != nil {
 		return nil, err
 	}
 	var seen []string
@@ -313,73 +312,78 @@ func (c *Cluster) activeRevision(ctx context.Context, gvk schema.GroupVersionKin
 	return nil, errors.Errorf(errFmtNoRevision+" (%s)", gvk.Kind, pkg, strings.Join(seen, "; "))
 }
 
-// runPackages runs the binaries of the active ProviderRevision and
-// FunctionRevision at PackageVersion.
+// runPackages waits until Crossplane's Deployment runtime runs the
+// provider and the function of PackageVersion.
 func (c *Cluster) runPackages(ctx context.Context) error {
 	return c.runVersion(ctx, PackageVersion)
 }
 
-// runVersion runs the binaries of the active ProviderRevision and
-// FunctionRevision at version, which hack/xpkg.sh packaged, as the
-// Deployment runtime would run their images: the provider as its
-// revision's ServiceAccount, bound to the ClusterRole Crossplane's RBAC
-// manager makes for it and to those of examples/rbac (the platform team's
-// part), with the flags a DeploymentRuntimeConfig would give it. A provider
-// already running (of an older revision) is stopped once the new one's
-// ServiceAccount is bound.
+// runVersion waits until the active ProviderRevision and FunctionRevision
+// at version are RevisionHealthy and RuntimeHealthy:
+// Crossplane's Deployment runtime runs their package images as pods, with
+// the DeploymentRuntimeConfigs applyRuntimeConfigs gave them, and those
+// pods are ready.
 func (c *Cluster) runVersion(ctx context.Context, version string) error {
 	var prev, frev *unstructured.Unstructured
-	if err := c.waitFor(ctx, nil, revisionWaitPeriod, "", func(ctx context.Context) (bool, error) {
+	var last error
+	said := time.Now()
+	if err := c.waitFor(ctx, nil, runtimeTimeout, "", func(ctx context.Context) (bool, error) {
 		var err error
-		prev, err = c.activeRevision(ctx, pkgruntime.ProviderRevision, ProviderName, version)
-		if err != nil {
+		defer func() {
+			// The last error that says why, not the deadline's.
+			if err != nil && ctx.Err() == nil {
+				last = err
+				if time.Since(said) > 20*time.Second {
+					c.logf("  waiting: %v", err)
+					said = time.Now()
+				}
+			}
+		}()
+		if prev, err = c.runningRevision(ctx, ProviderRevision, ProviderName, version); err != nil {
 			return false, nil
 		}
-		frev, err = c.activeRevision(ctx, pkgruntime.FunctionRevision, FunctionName, version)
+		frev, err = c.runningRevision(ctx, FunctionRevision, FunctionName, version)
 		return err == nil, nil
 	}); err != nil {
-		return errors.Errorf(errFmtNoRevision, "ProviderRevision or FunctionRevision", ProviderName+", "+FunctionName+" at "+version)
+		return errors.Errorf("%v\nprovider pods:\n%s\nfunction pods:\n%s", last,
+			c.PodLogs(ctx, CrossplaneNamespace, "pkg.crossplane.io/provider="+ProviderName, 40),
+			c.PodLogs(ctx, CrossplaneNamespace, LabelRevision+"="+c.FunctionRevisionName, 20))
 	}
-	if err := pkgruntime.ApplyExtraRoles(ctx, c.Client); err != nil {
-		return err
+	c.ProviderRevisionName, c.FunctionRevisionName = prev.GetName(), frev.GetName()
+	c.ProviderServiceAccount = CrossplaneNamespace + ":" + providerServiceAccount
+	return nil
+}
+
+// runningRevision returns the package's active revision at version once it
+// is healthy (RevisionHealthy, by activeRevision, and RuntimeHealthy) and a pod of it is
+// running and ready.
+func (c *Cluster) runningRevision(ctx context.Context, gvk schema.GroupVersionKind, pkg, version string) (*unstructured.Unstructured, error) {
+	r, err := c.activeRevision(ctx, gvk, pkg, version)
+	if err != nil {
+		return nil, err
 	}
-	// Both ServiceAccounts while the old process still runs.
-	sas := []string{prev.GetName()}
-	if old := c.runtime.ProviderRevision(); old != "" && old != prev.GetName() {
-		sas = append(sas, old)
+	if !HasCondition(r, "RuntimeHealthy", "True") {
+		return nil, errors.Errorf(errFmtNotRunning, gvk.Kind, r.GetName(), conditions(r))
 	}
-	if err := pkgruntime.BindExtraRoles(ctx, c.Client, sas...); err != nil {
-		return err
+	pods, err := c.revisionPods(ctx, r.GetName())
+	if err != nil {
+		return nil, err
 	}
-	args := []string{
-		// Poll often: gcp and kvm proxies are seen to become ready only at
-		// a poll.
-		"--poll=5s",
-		"--timeout=30s",
-		// KVM proxies boot the real guest image (setupKVM), and the
-		// provider's default serve probe makes them Ready only once squid
-		// in the guest serves.
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			return r, nil
+		}
 	}
-	var fnArgs []string
-	if c.opts.Debug {
-		args, fnArgs = append(args, "--debug"), []string{"--debug"}
+	return nil, errors.Errorf(errFmtNotRunning, gvk.Kind, r.GetName(), "no ready pod")
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
 	}
-	bin := c.build("").BinDir()
-	if version != PackageVersion {
-		bin = c.buildOf(version, "").BinDir()
-	}
-	if err := c.runtime.RunProvider(ctx, prev, filepath.Join(bin, "provider"), append(args, c.opts.ProviderArgs...)...); err != nil {
-		return errors.Wrap(err, errRunProvider)
-	}
-	if err := pkgruntime.BindExtraRoles(ctx, c.Client, prev.GetName()); err != nil {
-		return err
-	}
-	metrics, _ := c.runtime.ProviderPorts()
-	c.ProviderMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	c.ProviderLog = "provider-" + prev.GetName() + ".log"
-	c.ProviderServiceAccount = pkgruntime.Namespace + ":" + prev.GetName()
-	c.ProviderProcess = c.packageProcs["provider-"+prev.GetName()]
-	return errors.Wrap(c.runtime.RunFunction(ctx, frev, filepath.Join(bin, "function"), fnArgs...), errRunFunction)
+	return false
 }
 
 // Upgrade builds and pushes the packages at version, the tree's with
@@ -400,7 +404,7 @@ func (c *Cluster) Upgrade(ctx context.Context, version, overlay string) error {
 	if err := c.writeOverlay(dir); err != nil {
 		return errors.Wrap(err, errOverlay)
 	}
-	if err := c.buildOf(version, dir).Run(ctx); err != nil {
+	if err := c.push(ctx, c.buildOf(version, dir)); err != nil {
 		return errors.Wrap(err, errBuildPackages)
 	}
 	for _, cfg := range Configurations {
@@ -433,7 +437,7 @@ func (c *Cluster) Upgrade(ctx context.Context, version, overlay string) error {
 }
 
 // buildOf is build for another version, into its own folder.
-func (c *Cluster) buildOf(version, overlay string) pkgruntime.Build {
+func (c *Cluster) buildOf(version, overlay string) Build {
 	b := c.build(overlay)
 	b.Version, b.Out = version, c.dir("xpkg-"+version)
 	return b
@@ -448,4 +452,48 @@ func conditions(u *unstructured.Unstructured) string {
 		fmt.Fprintf(&b, "[%v=%v %v: %v] ", m["type"], m["status"], m["reason"], m["message"])
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// SetConfigurationVersion builds and pushes the Configuration name at
+// version with overlay laid over the tree (and this machine's Composition
+// inputs) unless version is already pushed, and points the Configuration at
+// it, as a platform team moves one Configuration. Unlike Upgrade it waits
+// for nothing: the version may be one Crossplane refuses.
+func (c *Cluster) SetConfigurationVersion(ctx context.Context, name, version, overlay string) error {
+	part := ""
+	for _, cfg := range Configurations {
+		if cfg.Name == name {
+			part = cfg.Part
+		}
+	}
+	if part == "" {
+		return errors.Errorf(errFmtNoConfiguration, name)
+	}
+	c.mu.Lock()
+	_, pushed := c.PackageDigests[c.PackageRepo+"/"+name+":"+version]
+	c.mu.Unlock()
+	if !pushed {
+		dir := c.dir("xpkg-overlay-" + version)
+		if overlay != "" {
+			if err := os.CopyFS(dir, os.DirFS(overlay)); err != nil {
+				return errors.Wrap(err, errOverlay)
+			}
+		}
+		if err := c.writeOverlay(dir); err != nil {
+			return errors.Wrap(err, errOverlay)
+		}
+		b := c.buildOf(version, dir)
+		b.Parts = []string{part}
+		if err := c.push(ctx, b); err != nil {
+			return errors.Wrap(err, errBuildPackages)
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvkConfiguration)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+		return errors.Wrap(err, errApplyPackages)
+	}
+	p := client.MergeFrom(u.DeepCopy())
+	_ = unstructured.SetNestedField(u.Object, c.PackageRepo+"/"+name+":"+version, "spec", "package")
+	return errors.Wrap(c.Client.Patch(ctx, u, p), errApplyPackages)
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// BlobsOnDisk keeps blobs in Dir instead of memory: packages that embed
 	// runtime images are tens of megabytes each.
 	BlobsOnDisk bool
+	// IPs are addresses besides loopback the serving certificate names,
+	// such as the address a node reaches the registry at.
+	IPs []net.IP
 	// Log receives the registry's request log. Default: discarded.
 	Log io.Writer
 }
@@ -99,7 +102,7 @@ func New(o Options) (*Registry, error) {
 		r.removeDir()
 		return nil, errors.Wrap(err, errWriteCA)
 	}
-	serverCert, err := newServerCert(ca, caKey)
+	serverCert, err := newServerCert(ca, caKey, o.IPs)
 	if err != nil {
 		r.removeDir()
 		return nil, err
@@ -207,7 +210,7 @@ func newCA() (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
 }
 
 // newServerCert signs a certificate for the loopback names a client may use.
-func newServerCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey) (tls.Certificate, error) {
+func newServerCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, ips []net.IP) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, errors.Wrap(err, errKey)
@@ -216,7 +219,7 @@ func newServerCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey) (tls.Certifica
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: "127.0.0.1"},
 		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, ips...),
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(certValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
