@@ -146,9 +146,10 @@ func (n *Node) kubeletConfig(cfg Config) string {
 
 // kubeletBase: cgroup v1 allowed, no iptables chains in any namespace,
 // no image garbage collection (nothing could pull the images back), and
-// eviction thresholds a busy test machine never reaches. The kubelet's API
-// takes anonymous requests: only the node's namespace reaches it, and the
-// apiserver (pods/log) has no client certificate for it (see Relay).
+// eviction thresholds a busy test machine never reaches. StartKubelet's
+// flags (--client-ca-file, --anonymous-auth=false) override the
+// authentication below: the kubelet's API takes only the cluster CA's client
+// certificates.
 const kubeletBase = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
