@@ -7,27 +7,13 @@ SPDX-License-Identifier: Apache-2.0
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"io"
-	"log"
-	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	ggcrname "github.com/google/go-containerregistry/pkg/name"
-	ggcr "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
@@ -38,6 +24,7 @@ import (
 
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/ociregistry"
 )
 
 // The node's containerd pulls from a private registry over TLS as a user
@@ -90,50 +77,23 @@ type registry struct {
 	host, caFile string
 }
 
-// privateRegistry starts a registry on the host's loopback with a serving
-// certificate for 127.0.0.1 and BridgeIP signed by a new CA, exposes it
-// inside the node's network namespace, and pushes the node's pause image.
+// privateRegistry starts a registry (package ociregistry: a CA of its
+// own, a serving certificate for loopback and BridgeIP) on the host's
+// loopback, exposes it inside the node's network namespace, and pushes the
+// node's pause image.
 func privateRegistry() registry {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	reg, err := ociregistry.New(ociregistry.Options{Dir: GinkgoT().TempDir(), IPs: []net.IP{net.ParseIP(node.BridgeIP)}})
 	Expect(err).NotTo(HaveOccurred())
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e registry CA"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	ca, err := x509.ParseCertificate(caDER)
-	Expect(err).NotTo(HaveOccurred())
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "e2e registry"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(node.BridgeIP)},
-	}, ca, &key.PublicKey, caKey)
+	DeferCleanup(reg.Close)
+	host, err := env.c.Node.Expose(reg.Host)
 	Expect(err).NotTo(HaveOccurred())
 
-	srv := httptest.NewUnstartedServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
-	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	srv.StartTLS()
-	DeferCleanup(srv.Close)
-	hostAddr := strings.TrimPrefix(srv.URL, "https://")
-	host, err := env.c.Node.Expose(hostAddr)
-	Expect(err).NotTo(HaveOccurred())
-
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
 	dir, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "squid-image.sh"), "path").Output()
 	Expect(err).NotTo(HaveOccurred(), "the node's images (hack/squid-image.sh)")
 	img, err := tarball.ImageFromPath(filepath.Join(strings.TrimSpace(string(dir)), "pause.tar"), nil)
 	Expect(err).NotTo(HaveOccurred())
-	ref, err := ggcrname.ParseReference(hostAddr + "/e2e/pause:v1")
+	ref, err := ggcrname.ParseReference(reg.Host + "/e2e/pause:v1")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(remote.Write(ref, img, remote.WithTransport(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}))).To(Succeed())
-
-	caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
-	Expect(os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644)).To(Succeed()) //nolint:gosec // A CA certificate.
-	return registry{host: host, caFile: caFile}
+	Expect(remote.Write(ref, img, remote.WithTransport(reg.Transport()))).To(Succeed())
+	return registry{host: host, caFile: reg.CAFile}
 }
