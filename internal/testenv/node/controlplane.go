@@ -88,10 +88,14 @@ func (n *Node) StartControlPlane(ctx context.Context, bin ControlPlaneBinaries) 
 		"--unsafe-no-fsync", "--log-level", "warn"); err != nil {
 		return nil, err
 	}
+	audit, err := n.auditFlags()
+	if err != nil {
+		return nil, err
+	}
 	// Default admission plugins, ServiceAccount included. The lease
 	// endpoint reconciler publishes BridgeIP:APIServerPort as the
-	// kubernetes Service's endpoint.
-	if err := n.startProc("kube-apiserver", bin.APIServer,
+	// kubernetes Service's endpoint; an audit log (audit.go).
+	if err := n.startProc("kube-apiserver", withFlags(audit, bin.APIServer,
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--bind-address=0.0.0.0",
 		"--secure-port="+strconv.Itoa(APIServerPort),
@@ -108,7 +112,7 @@ func (n *Node) StartControlPlane(ctx context.Context, bin ControlPlaneBinaries) 
 		"--allow-privileged=true",
 		"--kubelet-client-certificate="+p.file("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key="+p.file("apiserver-kubelet-client.key"),
-		"--kubelet-preferred-address-types=InternalIP"); err != nil {
+		"--kubelet-preferred-address-types=InternalIP")...); err != nil {
 		return nil, err
 	}
 	host, err := n.ExposeToHost(net.JoinHostPort("127.0.0.1", strconv.Itoa(APIServerPort)))
