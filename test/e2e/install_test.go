@@ -49,7 +49,7 @@ var (
 // The suite's control plane is installed the way users install the project
 // (internal/testenv/cluster): the harness applies the two Configurations and
 // the activation policy, and Crossplane's package manager does the rest.
-var _ = Describe("installed by Crossplane's package manager", func() {
+var _ = Describe("installed by Crossplane's package manager", Label("install"), func() {
 	It("has the provider's CRDs, the XRDs and the Compositions from the packages, owned by their revisions", func(ctx SpecContext) {
 		// The packages: the two Configurations the harness applied, and
 		// the Provider and Function the package manager installed for them
@@ -182,7 +182,7 @@ var _ = Describe("installed by Crossplane's package manager", func() {
 	})
 })
 
-var _ = Describe("a Configuration that cannot be installed", func() {
+var _ = Describe("a Configuration that cannot be installed", Label("install"), func() {
 	It("shows Crossplane's own condition for a missing tag and touches nothing running", func(ctx SpecContext) {
 		sa := env.c.ProviderServiceAccount
 		before, err := env.c.ProviderPods(ctx)

@@ -1,0 +1,268 @@
+/*
+Copyright 2026 The provider-egressproxy Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package e2e
+
+import (
+	"bufio"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers too.
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
+)
+
+var (
+	gvkLock = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "Lock"}
+	// installTimeout bounds a Configuration's install or removal: the
+	// package manager's revisions, the XRD's CRDs.
+	installTimeout = 3 * time.Minute
+)
+
+// Each Configuration works on its own: a platform team may install either
+// (docs/getting-started.md). The suite installs both, so each in turn is
+// removed, the other is checked alone, and the removed one is installed
+// again as the harness installed it.
+var _ = Describe("one Configuration only", Ordered, Label("install"), func() {
+	BeforeAll(func() { skipUnless(cluster.BackendKubernetes) })
+
+	for i, alone := range cluster.Configurations {
+		other := cluster.Configurations[1-i]
+		It(fmt.Sprintf("serves %s with %s removed: its own dependencies in the lock, a %s Ready", alone.Name, other.Name, apiOf(alone.Name)), func(ctx SpecContext) {
+			otherXRD := xrdOf(other.Name)
+			pkg := get(ctx, Default, gvkConfigPkg, "", other.Name)
+			ref := str(pkg, "spec", "package")
+			t := time.Now()
+			DeferCleanup(func(ctx SpecContext) { reinstall(ctx, other.Name, ref, otherXRD) })
+			Expect(env.c.Client.Delete(ctx, pkg)).To(Succeed())
+			Eventually(ctx, func() bool {
+				return gone(ctx, gvkConfigPkg, "", other.Name) && gone(ctx, gvkXRD, "", otherXRD)
+			}).WithTimeout(installTimeout).WithPolling(time.Second).Should(BeTrue(), "%s and its XRD %s removed", other.Name, otherXRD)
+			GinkgoWriter.Printf("%s and its XRD removed in %s\n", other.Name, time.Since(t).Round(100*time.Millisecond))
+
+			// The lock holds the one Configuration, with the Provider and
+			// the Function as its own dependencies: installed alone, the
+			// package manager installs them for it.
+			Eventually(ctx, func(g Gomega) {
+				lock := get(ctx, g, gvkLock, "", "lock")
+				pkgs, _, _ := unstructured.NestedSlice(lock.Object, "packages")
+				var names, deps []string
+				for _, p := range pkgs {
+					m, _ := p.(map[string]any)
+					names = append(names, fmt.Sprint(m["name"]))
+					src := fmt.Sprint(m["source"])
+					if !strings.HasSuffix(src, "/"+alone.Name) {
+						continue
+					}
+					ds, _ := m["dependencies"].([]any)
+					for _, d := range ds {
+						dm, _ := d.(map[string]any)
+						deps = append(deps, filepath.Base(fmt.Sprint(dm["package"])))
+					}
+				}
+				sort.Strings(deps)
+				g.Expect(deps).To(Equal([]string{"function-egressproxy", "provider-egressproxy"}), "the dependencies of %s in the lock (packages %v)", alone.Name, names)
+				for _, n := range names {
+					g.Expect(n).NotTo(HavePrefix(other.Name+"-"), "the lock still holds %s", other.Name)
+				}
+			}).WithTimeout(changeTimeout).WithPolling(time.Second).Should(Succeed())
+			for _, p := range []struct {
+				gvk  schema.GroupVersionKind
+				name string
+			}{{gvkConfigPkg, alone.Name}, {gvkProvider, cluster.ProviderName}, {gvkFunction, cluster.FunctionName}} {
+				u := get(ctx, Default, p.gvk, "", p.name)
+				Expect(cond(u, "Installed")).To(HavePrefix("True:"), "%s %s", p.gvk.Kind, p.name)
+				Expect(cond(u, "Healthy")).To(HavePrefix("True:"), "%s %s", p.gvk.Kind, p.name)
+			}
+
+			// Its API composes a Kubernetes proxy.
+			ensureNamespace(ctx, "team-a")
+			var u *unstructured.Unstructured
+			name := "alone-" + strings.TrimPrefix(alone.Name, "configuration-")
+			sel := map[string]string{LabelBackend: string(cluster.BackendKubernetes)}
+			if alone.Name == cluster.Configurations[0].Name {
+				u = newClaim("team-a", name, sel)
+			} else {
+				u = newNamespacedXR("team-a", name, sel)
+			}
+			t = time.Now()
+			Expect(env.c.Client.Create(ctx, u)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, u) })
+			Eventually(ctx, func(g Gomega) {
+				got := get(ctx, g, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+				g.Expect(cond(got, "Ready")).To(HavePrefix("True:"))
+			}).WithTimeout(readyTimeout).WithPolling(poll).Should(Succeed())
+			GinkgoWriter.Printf("with only %s installed, %s %s/%s Ready in %s\n", alone.Name, u.GetKind(), u.GetNamespace(), u.GetName(),
+				time.Since(t).Round(100*time.Millisecond))
+		})
+	}
+})
+
+// apiOf names the API a Configuration serves, for spec names.
+func apiOf(cfg string) string {
+	if cfg == cluster.Configurations[0].Name {
+		return "claim"
+	}
+	return "namespaced XR"
+}
+
+// xrdOf returns the name of the XRD of a Configuration's package.
+func xrdOf(cfg string) string {
+	files, err := cluster.ConfigurationFiles()
+	Expect(err).NotTo(HaveOccurred())
+	part := ""
+	for _, c := range cluster.Configurations {
+		if c.Name == cfg {
+			part = c.Part
+		}
+	}
+	for _, f := range files {
+		if filepath.Base(filepath.Dir(f)) != part {
+			continue
+		}
+		b, err := os.ReadFile(f) //nolint:gosec // Files of this repository.
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := cluster.Decode(filepath.Base(f), b)
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			if o.GetKind() == gvkXRD.Kind {
+				return o.GetName()
+			}
+		}
+	}
+	Fail("no XRD in the package of " + cfg)
+	return ""
+}
+
+// reinstall applies a Configuration of package ref as the harness does,
+// and waits until it is installed and healthy and its XRD offers its API
+// again.
+func reinstall(ctx SpecContext, name, ref, xrd string) {
+	u := cluster.Object(gvkConfigPkg)
+	u.SetName(name)
+	Expect(unstructured.SetNestedField(u.Object, ref, "spec", "package")).To(Succeed())
+	t := time.Now()
+	Expect(cluster.Apply(ctx, env.c.Client, u)).To(Succeed())
+	Eventually(ctx, func(g Gomega) {
+		p := get(ctx, g, gvkConfigPkg, "", name)
+		g.Expect(cond(p, "Installed")).To(HavePrefix("True:"))
+		g.Expect(cond(p, "Healthy")).To(HavePrefix("True:"))
+		x := get(ctx, g, gvkXRD, "", xrd)
+		g.Expect(cond(x, "Established")).To(HavePrefix("True:"))
+		g.Expect(cond(x, "Offered")).To(HavePrefix("True:"))
+	}).WithTimeout(installTimeout).WithPolling(time.Second).Should(Succeed())
+	GinkgoWriter.Printf("%s installed again in %s\n", name, time.Since(t).Round(100*time.Millisecond))
+}
+
+// The provider's requests to the API server, from the apiserver's audit
+// log: the provider binary's own clients (user agent "provider/...", the
+// binary's name) act only as the ServiceAccount Crossplane made for it; the
+// Kubernetes backend's clients (user agent provider-egressproxy) act as
+// that ServiceAccount (InjectedIdentity) or as the kubeconfig of a provider
+// config's Secret, which here is the harness's admin.
+var _ = Describe("the provider's identity", Label("install"), func() {
+	It("makes every request as its ServiceAccount, or as the credentials a provider config names (audit log)", func(ctx SpecContext) {
+		if env.c.AuditLog() == "" {
+			Skip("no real node, no audit log: " + env.c.NoRealNode)
+		}
+		ns, name, _ := strings.Cut(env.c.ProviderServiceAccount, ":")
+		sa := "system:serviceaccount:" + ns + ":" + name
+		admin := adminUser()
+		byUser, did := auditOfProvider(env.c.AuditLog())
+		GinkgoWriter.Printf("the provider's requests by user agent and user: %v\n", byUser)
+		GinkgoWriter.Printf("%s did: %v\n", sa, did[sa])
+		Expect(byUser["binary "+sa]).To(BeNumerically(">", 0), "no request of the provider binary (user agent provider/...) in the audit log: %v", byUser)
+		for k, n := range byUser {
+			client, user, _ := strings.Cut(k, " ")
+			switch client {
+			case "binary":
+				Expect(user).To(Equal(sa), "the provider binary made %d requests as %s", n, user)
+			case "backend":
+				Expect(user).To(BeElementOf(sa, admin, unauthenticated), "the Kubernetes backend made %d requests as %s", n, user)
+			}
+		}
+		Expect(did[sa]).To(ContainElement("watch kubernetesproxies"), "requests of %s", sa)
+	})
+})
+
+// unauthenticated stands for the user of a request the apiserver refused
+// with 401.
+const unauthenticated = "<refused: 401>"
+
+// adminUser is the user of the harness's admin credentials, which its
+// kubeconfig Secret for the Kubernetes backend carries.
+func adminUser() string {
+	b, _ := pem.Decode(env.c.Config.CertData)
+	Expect(b).NotTo(BeNil(), "the admin's client certificate")
+	crt, err := x509.ParseCertificate(b.Bytes)
+	Expect(err).NotTo(HaveOccurred())
+	return crt.Subject.CommonName
+}
+
+// auditOfProvider reads an audit log and counts the requests of the
+// provider binary ("binary USER") and of its Kubernetes backend ("backend
+// USER"), and returns what each user did ("verb resource[/subresource]").
+func auditOfProvider(file string) (map[string]int, map[string][]string) {
+	f, err := os.Open(file) //nolint:gosec // The apiserver's log.
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close() //nolint:errcheck // Read only.
+	byUser, did := map[string]int{}, map[string][]string{}
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<22)
+	for s.Scan() {
+		var e struct {
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			User      struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+		}
+		if json.Unmarshal(s.Bytes(), &e) != nil {
+			continue
+		}
+		if e.User.Username == "" && e.ResponseStatus.Code == 401 {
+			// Credentials the apiserver does not know (the health specs'
+			// configs with a made-up token): refused before they are anyone.
+			e.User.Username = unauthenticated
+		}
+		switch {
+		case strings.HasPrefix(e.UserAgent, "provider/"):
+			byUser["binary "+e.User.Username]++
+		case strings.HasPrefix(e.UserAgent, "provider-egressproxy"):
+			byUser["backend "+e.User.Username]++
+		default:
+			continue
+		}
+		r := e.Verb + " " + e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			r += "/" + e.ObjectRef.Subresource
+		}
+		if !slices.Contains(did[e.User.Username], r) {
+			did[e.User.Username] = append(did[e.User.Username], r)
+		}
+	}
+	Expect(s.Err()).NotTo(HaveOccurred())
+	return byUser, did
+}
