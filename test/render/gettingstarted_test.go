@@ -8,6 +8,7 @@ package render_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,11 +27,11 @@ var gettingStartedSteps = []string{
 
 // TestGettingStartedSteps checks, without a cluster, the commands
 // docs/getting-started.md gives: every sh block is a named step, the steps
-// are the expected ones, every file of the repository they name exists,
-// every object they name by name is one the repository or the page makes,
-// and what the steps the e2e cannot run say agrees with what the suite
-// installs instead (Crossplane's version, the CA ConfigMap of the values
-// file).
+// are the expected ones and valid bash, every file of the repository they
+// name exists, every object they name by name is one the repository or the
+// page makes, and what the steps the e2e cannot run say agrees with what
+// the suite installs instead (Crossplane's version, the CA ConfigMap of the
+// values file).
 func TestGettingStartedSteps(t *testing.T) {
 	b, err := os.ReadFile(repoPath("docs", "getting-started.md"))
 	if err != nil {
@@ -48,6 +49,15 @@ func TestGettingStartedSteps(t *testing.T) {
 	}
 	if strings.Join(names, " ") != strings.Join(gettingStartedSteps, " ") {
 		t.Errorf("steps of docs/getting-started.md:\n got %v\nwant %v", names, gettingStartedSteps)
+	}
+
+	// Each step is valid bash.
+	for _, s := range steps {
+		cmd := exec.Command("bash", "-n")
+		cmd.Stdin = strings.NewReader(s.Script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("step %s (line %d) is no valid bash: %v\n%s", s.Name, s.Line, err, out)
+		}
 	}
 
 	// Files of the repository: examples/..., package/...
