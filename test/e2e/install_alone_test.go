@@ -182,6 +182,9 @@ var _ = Describe("the provider's identity", Label("install"), func() {
 		sa := "system:serviceaccount:" + ns + ":" + name
 		admin := adminUser()
 		byUser, did := auditOfProvider(env.c.AuditLog())
+		if fi, err := os.Stat(env.c.AuditLog()); err == nil {
+			GinkgoWriter.Printf("audit log: %.1f MB\n", float64(fi.Size())/1e6)
+		}
 		GinkgoWriter.Printf("the provider's requests by user agent and user: %v\n", byUser)
 		GinkgoWriter.Printf("%s did: %v\n", sa, did[sa])
 		Expect(byUser["binary "+sa]).To(BeNumerically(">", 0), "no request of the provider binary (user agent provider/...) in the audit log: %v", byUser)
