@@ -29,6 +29,9 @@ import (
 
 var (
 	gvkLock = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "Lock"}
+	// gvkXRDv2 reads XRDs without the apiserver's warning that v1 is
+	// deprecated, which a poll would log every second.
+	gvkXRDv2 = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v2", Kind: "CompositeResourceDefinition"}
 	// installTimeout bounds a Configuration's install or removal: the
 	// package manager's revisions, the XRD's CRDs.
 	installTimeout = 3 * time.Minute
@@ -51,7 +54,7 @@ var _ = Describe("one Configuration only", Ordered, Label("install"), func() {
 			DeferCleanup(func(ctx SpecContext) { reinstall(ctx, other.Name, ref, otherXRD) })
 			Expect(env.c.Client.Delete(ctx, pkg)).To(Succeed())
 			Eventually(ctx, func() bool {
-				return gone(ctx, gvkConfigPkg, "", other.Name) && gone(ctx, gvkXRD, "", otherXRD)
+				return gone(ctx, gvkConfigPkg, "", other.Name) && gone(ctx, gvkXRDv2, "", otherXRD)
 			}).WithTimeout(installTimeout).WithPolling(time.Second).Should(BeTrue(), "%s and its XRD %s removed", other.Name, otherXRD)
 			GinkgoWriter.Printf("%s and its XRD removed in %s\n", other.Name, time.Since(t).Round(100*time.Millisecond))
 
@@ -148,8 +151,8 @@ func xrdOf(cfg string) string {
 }
 
 // reinstall applies a Configuration of package ref as the harness does,
-// and waits until it is installed and healthy and its XRD offers its API
-// again.
+// and waits until it is installed and healthy and its XRD serves its API
+// again (established, and offering its claim if it has one).
 func reinstall(ctx SpecContext, name, ref, xrd string) {
 	u := cluster.Object(gvkConfigPkg)
 	u.SetName(name)
@@ -160,19 +163,23 @@ func reinstall(ctx SpecContext, name, ref, xrd string) {
 		p := get(ctx, g, gvkConfigPkg, "", name)
 		g.Expect(cond(p, "Installed")).To(HavePrefix("True:"))
 		g.Expect(cond(p, "Healthy")).To(HavePrefix("True:"))
-		x := get(ctx, g, gvkXRD, "", xrd)
+		x := get(ctx, g, gvkXRDv2, "", xrd)
 		g.Expect(cond(x, "Established")).To(HavePrefix("True:"))
-		g.Expect(cond(x, "Offered")).To(HavePrefix("True:"))
+		if _, claims, _ := unstructured.NestedMap(x.Object, "spec", "claimNames"); claims {
+			g.Expect(cond(x, "Offered")).To(HavePrefix("True:"))
+		}
 	}).WithTimeout(installTimeout).WithPolling(time.Second).Should(Succeed())
 	GinkgoWriter.Printf("%s installed again in %s\n", name, time.Since(t).Round(100*time.Millisecond))
 }
 
 // The provider's requests to the API server, from the apiserver's audit
-// log: the provider binary's own clients (user agent "provider/...", the
-// binary's name) act only as the ServiceAccount Crossplane made for it; the
-// Kubernetes backend's clients (user agent provider-egressproxy) act as
-// that ServiceAccount (InjectedIdentity) or as the kubeconfig of a provider
-// config's Secret, which here is the harness's admin.
+// log. A request is the provider's when it comes from a provider pod that
+// runs now (its address, since it started) or carries the user agent of the
+// provider binary's clients ("provider/...", the binary's name; its
+// informers' watches say only Go-http-client) or of its Kubernetes backend
+// ("provider-egressproxy"). Each is made as the ServiceAccount Crossplane
+// made for the provider, or, by the Kubernetes backend, as the kubeconfig
+// of a provider config's Secret, which here is the harness's admin.
 var _ = Describe("the provider's identity", Label("install"), func() {
 	It("makes every request as its ServiceAccount, or as the credentials a provider config names (audit log)", func(ctx SpecContext) {
 		if env.c.AuditLog() == "" {
@@ -181,20 +188,29 @@ var _ = Describe("the provider's identity", Label("install"), func() {
 		ns, name, _ := strings.Cut(env.c.ProviderServiceAccount, ":")
 		sa := "system:serviceaccount:" + ns + ":" + name
 		admin := adminUser()
-		byUser, did := auditOfProvider(env.c.AuditLog())
+		pods, err := env.c.ProviderPods(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		since := map[string]time.Time{}
+		for _, p := range pods {
+			Expect(p.Status.PodIP).NotTo(BeEmpty(), "pod %s", p.Name)
+			Expect(p.Status.StartTime).NotTo(BeNil(), "pod %s", p.Name)
+			since[p.Status.PodIP] = p.Status.StartTime.Time
+		}
+		byUser, did := auditOfProvider(env.c.AuditLog(), since)
 		if fi, err := os.Stat(env.c.AuditLog()); err == nil {
 			GinkgoWriter.Printf("audit log: %.1f MB\n", float64(fi.Size())/1e6)
 		}
-		GinkgoWriter.Printf("the provider's requests by user agent and user: %v\n", byUser)
+		GinkgoWriter.Printf("the provider's requests (pods %v) by source and user: %v\n", since, byUser)
 		GinkgoWriter.Printf("%s did: %v\n", sa, did[sa])
 		Expect(byUser["binary "+sa]).To(BeNumerically(">", 0), "no request of the provider binary (user agent provider/...) in the audit log: %v", byUser)
+		Expect(byUser["pod "+sa]).To(BeNumerically(">", 0), "no request from a provider pod in the audit log: %v", byUser)
 		for k, n := range byUser {
-			client, user, _ := strings.Cut(k, " ")
-			switch client {
+			source, user, _ := strings.Cut(k, " ")
+			switch source {
 			case "binary":
 				Expect(user).To(Equal(sa), "the provider binary made %d requests as %s", n, user)
-			case "backend":
-				Expect(user).To(BeElementOf(sa, admin, unauthenticated), "the Kubernetes backend made %d requests as %s", n, user)
+			case "backend", "pod":
+				Expect(user).To(BeElementOf(sa, admin, unauthenticated), "the provider (%s) made %d requests as %s", source, n, user)
 			}
 		}
 		Expect(did[sa]).To(ContainElement("watch kubernetesproxies"), "requests of %s", sa)
@@ -215,10 +231,12 @@ func adminUser() string {
 	return crt.Subject.CommonName
 }
 
-// auditOfProvider reads an audit log and counts the requests of the
-// provider binary ("binary USER") and of its Kubernetes backend ("backend
-// USER"), and returns what each user did ("verb resource[/subresource]").
-func auditOfProvider(file string) (map[string]int, map[string][]string) {
+// auditOfProvider reads an audit log and counts the provider's requests by
+// how they are known and by user: "binary USER" by the binary's user
+// agent, else "pod USER" from a pod address of since after its time, else
+// "backend USER" by the backend's user agent. It
+// returns what each user did there ("verb resource[/subresource]").
+func auditOfProvider(file string, since map[string]time.Time) (map[string]int, map[string][]string) {
 	f, err := os.Open(file) //nolint:gosec // The apiserver's log.
 	Expect(err).NotTo(HaveOccurred())
 	defer f.Close() //nolint:errcheck // Read only.
@@ -232,6 +250,8 @@ func auditOfProvider(file string) (map[string]int, map[string][]string) {
 			User      struct {
 				Username string `json:"username"`
 			} `json:"user"`
+			SourceIPs []string  `json:"sourceIPs"`
+			Received  time.Time `json:"requestReceivedTimestamp"`
 			ObjectRef struct {
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
@@ -248,9 +268,17 @@ func auditOfProvider(file string) (map[string]int, map[string][]string) {
 			// configs with a made-up token): refused before they are anyone.
 			e.User.Username = unauthenticated
 		}
+		fromPod := false
+		for _, ip := range e.SourceIPs {
+			if t, ok := since[ip]; ok && !e.Received.Before(t) {
+				fromPod = true
+			}
+		}
 		switch {
 		case strings.HasPrefix(e.UserAgent, "provider/"):
 			byUser["binary "+e.User.Username]++
+		case fromPod:
+			byUser["pod "+e.User.Username]++
 		case strings.HasPrefix(e.UserAgent, "provider-egressproxy"):
 			byUser["backend "+e.User.Username]++
 		default:
