@@ -242,13 +242,7 @@ var _ = Describe("docs/getting-started.md", Ordered, Label("docs"), func() {
 			}
 		})
 
-		work := GinkgoT().TempDir()
-		Expect(os.Symlink(filepath.Join(testenv.RepoRoot(), "examples"), filepath.Join(work, "examples"))).To(Succeed())
-		bin := filepath.Join(work, ".bin")
-		Expect(os.MkdirAll(bin, 0o750)).To(Succeed())
-		for name, path := range map[string]string{"kubectl": env.c.Tools.Kubectl, "crossplane": env.c.Tools.Crossplane} {
-			Expect(os.Symlink(path, filepath.Join(bin, name))).To(Succeed())
-		}
+		work, bin := docWorkdir()
 
 		for _, st := range steps {
 			how := plan[st.Name]
@@ -278,6 +272,42 @@ var _ = Describe("docs/getting-started.md", Ordered, Label("docs"), func() {
 		GinkgoWriter.Printf("%d objects the suite installed and the page's commands applied are unchanged\n", len(before))
 	})
 })
+
+// docs/debugging.md reads the package pods' logs by the names Crossplane
+// gives the Provider and the Function it installs as dependencies.
+var _ = Describe("docs/debugging.md", Label("docs"), func() {
+	It("finds the provider's and the function's pods by their packages", func(ctx SpecContext) {
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "debugging.md"))
+		Expect(err).NotTo(HaveOccurred())
+		steps, err := runbook.Named(b)
+		Expect(err).NotTo(HaveOccurred())
+		i := slices.IndexFunc(steps, func(s runbook.Step) bool { return s.Name == "package-logs" })
+		Expect(i).To(BeNumerically(">=", 0), "docs/debugging.md has no step package-logs")
+		st := steps[i]
+		// The spec prints what the step found, after it.
+		st.Script += "echo \"found: $XP_NS $PROVIDER $FUNCTION\"\n"
+		work, bin := docWorkdir()
+		out, err := runDocStep(ctx, work, bin, st, docStep{})
+		GinkgoWriter.Printf("docs/debugging.md step package-logs (line %d):\n%s", st.Line, indent(out))
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(fmt.Sprintf("found: %s %s %s\n", cluster.CrossplaneNamespace, cluster.ProviderName, cluster.FunctionName)))
+		Expect(out).NotTo(ContainSubstring("No resources found"))
+	})
+})
+
+// docWorkdir returns a folder to run a page's steps in, holding the
+// repository's examples/ as a checkout does, and a folder of the tool
+// cache's kubectl and crossplane for PATH.
+func docWorkdir() (string, string) {
+	work := GinkgoT().TempDir()
+	Expect(os.Symlink(filepath.Join(testenv.RepoRoot(), "examples"), filepath.Join(work, "examples"))).To(Succeed())
+	bin := filepath.Join(work, ".bin")
+	Expect(os.MkdirAll(bin, 0o750)).To(Succeed())
+	for name, path := range map[string]string{"kubectl": env.c.Tools.Kubectl, "crossplane": env.c.Tools.Crossplane} {
+		Expect(os.Symlink(path, filepath.Join(bin, name))).To(Succeed())
+	}
+	return work, bin
+}
 
 // readGettingStarted returns the steps of the page.
 func readGettingStarted() ([]runbook.Step, error) {

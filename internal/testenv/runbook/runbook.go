@@ -54,8 +54,15 @@ var (
 	export = regexp.MustCompile(`^export ([A-Z][A-Z0-9_]*)=(.*)$`)
 )
 
-// Parse returns the steps of a Markdown page, in the page's order.
-func Parse(md []byte) ([]Step, error) {
+// Parse returns the steps of a Markdown page, in the page's order. Every
+// sh block must be named.
+func Parse(md []byte) ([]Step, error) { return parse(md, true) }
+
+// Named returns the named steps of a page whose other sh blocks a test
+// does not run: a page that a test picks single steps from.
+func Named(md []byte) ([]Step, error) { return parse(md, false) }
+
+func parse(md []byte, strict bool) ([]Step, error) {
 	var (
 		steps   []Step
 		seen    = map[string]bool{}
@@ -96,6 +103,10 @@ func Parse(md []byte) ([]Step, error) {
 			continue
 		}
 		if t == "```sh" {
+			if pending == "" && !strict {
+				fence = true
+				continue
+			}
 			if pending == "" {
 				return nil, errors.Errorf(errFmtUnnamed, n)
 			}

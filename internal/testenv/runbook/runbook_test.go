@@ -58,6 +58,17 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestNamed(t *testing.T) {
+	md := "```sh\necho unnamed\n```\n<!-- step: b -->\n```sh\necho b\n```\n"
+	got, err := Named([]byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Step{{Name: "b", Line: 5, Script: "echo b\n"}}, got); diff != "" {
+		t.Errorf("Named(...): -want, +got:\n%s", diff)
+	}
+}
+
 func TestVariables(t *testing.T) {
 	s := Step{Name: "vars", Line: 10, Script: "# what differs\nexport A=a.example   # the registry\nexport B_2=$A/x\n\n"}
 	names, vals, err := Variables(s)
