@@ -57,11 +57,11 @@ var _ = Describe("The kvm backend over qemu+ssh", Ordered, Label("kvm"), func() 
 		}
 		b, err := os.ReadFile(sshd.Log)
 		Expect(err).NotTo(HaveOccurred())
-		// One login is the harness's own check; the others are the
-		// provider's connections (a pooled one, and the health checks').
+		// Two logins are the harness's checks (from the host, then from
+		// the node); the others are the provider's.
 		logins := strings.Count(string(b), "Accepted publickey for "+sshd.User)
 		GinkgoWriter.Printf("sshd accepted %d logins with the config's key\n", logins)
-		Expect(logins).To(BeNumerically(">", 1), "sshd logged no login of the provider's:\n%s", b)
+		Expect(logins).To(BeNumerically(">", 2), "sshd logged no login of the provider's:\n%s", b)
 	})
 
 	It("refuses a host key known_hosts does not list, and a host it lists no key for: the KVMProxy's Synced condition says so, "+

@@ -51,7 +51,7 @@ func (c *Cluster) startSSHD(ctx context.Context, t *testenv.Outside, d *libvirtd
 	if err != nil {
 		return nil, errors.Wrap(err, errSSHDExpose)
 	}
-	sshd := &SSHD{SSHD: s, User: libvirtd.SSHUser, Addr: addr, KnownHosts: s.KnownHosts(addr)}
+	sshd := &SSHD{SSHD: s, User: libvirtd.SSHUser, Addr: addr, KnownHosts: s.KnownHostsFor(addr)}
 	return sshd, c.waitSSHD(ctx, sshd, d.Socket)
 }
 

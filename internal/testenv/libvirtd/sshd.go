@@ -178,9 +178,9 @@ func (s *SSHD) Dial() (net.Conn, error) {
 	return c, err
 }
 
-// KnownHosts returns a known_hosts line of its host key for the address
+// KnownHostsFor returns a known_hosts line of its host key for the address
 // (host:port) a client dials, such as a forwarder's.
-func (s *SSHD) KnownHosts(addr string) []byte {
+func (s *SSHD) KnownHostsFor(addr string) []byte {
 	return []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, s.HostKey) + "\n")
 }
 

@@ -44,7 +44,7 @@ func TestSSHDPinsHostKey(t *testing.T) {
 		// wantErr is in the error; "" means the call works.
 		wantErr string
 	}{
-		"TheHostKeyPinnedForTheAddress": {knownHosts: s.KnownHosts(addr)},
+		"TheHostKeyPinnedForTheAddress": {knownHosts: s.KnownHostsFor(addr)},
 		"AnotherKeyForTheAddress": {
 			knownHosts: []byte(knownhosts.Line([]string{host}, otherKey.PublicKey()) + "\n"),
 			wantErr:    "host key of " + host + " is not the one known_hosts lists",
