@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/url"
 	"os"
@@ -16,10 +17,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
@@ -177,11 +175,17 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	}
 	c.Libvirt.SSH = sshd
 	c.Libvirt.ProviderURI = KVMSSHURI(sshd.User, sshd.Addr, d.Socket)
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: KVMSSHSecret},
-		Data:       map[string][]byte{dialer.KeySSHPrivateKey: sshd.PrivateKey, dialer.KeyKnownHosts: sshd.KnownHosts},
-	}
-	if err := c.Client.Create(ctx, sec); client.IgnoreAlreadyExists(err) != nil {
+	// Applied, not created: a reused cluster's Secret holds the keys of a
+	// previous run.
+	sec := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"namespace": CrossplaneNamespace, "name": KVMSSHSecret},
+		"data": map[string]any{
+			dialer.KeySSHPrivateKey: base64.StdEncoding.EncodeToString(sshd.PrivateKey),
+			dialer.KeyKnownHosts:    base64.StdEncoding.EncodeToString(sshd.KnownHosts),
+		},
+	}}
+	if err := Apply(ctx, c.Client, sec); err != nil {
 		return errors.Wrap(err, errKVMSecret)
 	}
 	return Apply(ctx, c.Client, KVMSSHProviderConfig(ProviderConfigName, c.Libvirt.ProviderURI, CrossplaneNamespace, KVMSSHSecret))
