@@ -42,10 +42,14 @@ const (
 )
 
 // sshdConfig is sshd_config for the sandbox's sshd: public key logins of
-// one user, forwarding to unix sockets only (what qemu+ssh uses), no
-// shells, passwords or other forwarding. StrictModes is off because the
-// files live under a temporary directory (/tmp is world-writable, which
-// sshd's path check refuses); UsePAM is off because only the key counts.
+// one user, local forwarding (qemu+ssh opens the daemon's socket with a
+// direct-streamlocal channel), no passwords, TTYs, agent, X11 or remote
+// forwarding. AllowTcpForwarding must allow local forwarding too: with
+// "no", OpenSSH (9.2) refuses forwarding to unix sockets as well ("the
+// request was denied"), and PermitOpen, which could narrow TCP, narrows
+// socket paths away with it. StrictModes is off because the files live
+// under a temporary directory (/tmp is world-writable, which sshd's path
+// check refuses); UsePAM is off because only the key counts.
 const sshdConfig = `# Written by internal/testenv/libvirtd (sshd.go) for one sandbox.
 ListenAddress ` + sshdAddr + `
 HostKey {{dir}}/ssh_host_ed25519_key
@@ -61,7 +65,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 HostbasedAuthentication no
 AllowStreamLocalForwarding local
-AllowTcpForwarding no
+AllowTcpForwarding local
 AllowAgentForwarding no
 X11Forwarding no
 PermitTunnel no
