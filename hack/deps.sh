@@ -3,7 +3,7 @@
 # private libvirtd with QEMU/TCG). Idempotent: it only calls apt for what is
 # missing, so a warm machine pays nothing.
 #
-#   hack/deps.sh [squid] [cloud-init] [nftables] [libvirt] [guest-image] [node]   (no argument: all of them)
+#   hack/deps.sh [squid] [cloud-init] [nftables] [libvirt] [guest-image] [node] [sshd]   (no argument: all of them)
 set -euo pipefail
 
 declare -A groups=(
@@ -21,10 +21,15 @@ declare -A groups=(
   # kube-proxy writes its rules with iptables (conntrack entries it clears
   # through netlink, no conntrack tool).
   [node]="containerd runc containernetworking-plugins mmdebstrap debian-archive-keyring jq iptables"
+  # OpenSSH's sshd on the private libvirtd's host (internal/testenv/cluster,
+  # sshd.go): the provider's pods reach libvirt over qemu+ssh. The tests
+  # run it with a config of their own; the system's ssh service is kept
+  # from starting (below).
+  [sshd]="openssh-server"
 )
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(squid cloud-init nftables libvirt guest-image node)
+[ ${#want[@]} -eq 0 ] && want=(squid cloud-init nftables libvirt guest-image node sshd)
 
 missing=()
 for g in "${want[@]}"; do
@@ -43,6 +48,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Only refresh the package lists when they are missing or older than a day.
   if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ]; then
     apt-get update -qq >&2
+  fi
+  # Installing openssh-server would start (and, under systemd, enable at
+  # boot) the system's sshd on port 22. Debian's ssh service does not start
+  # while this file exists (its unit's ConditionPathExists, its init
+  # script's check_for_no_start); a machine that had the package keeps its
+  # own choice, as this runs only when the package is missing.
+  if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ ! -e /etc/ssh/sshd_config ]; then
+    mkdir -p /etc/ssh
+    touch /etc/ssh/sshd_not_to_be_run
   fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi

@@ -8,7 +8,9 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/dialer"
 	"github.com/egressproxy/provider-egressproxy/internal/backend/kvm/kvmdesc"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/guestimage"
@@ -45,8 +48,9 @@ var _ = registerDouble(BackendKVM, double{
 })
 
 const (
-	errFmtKVM   = "cannot set up the private libvirtd: %s"
-	errFmtGuest = "cannot install the guest image %s in the pool"
+	errFmtKVM    = "cannot set up the private libvirtd: %s"
+	errFmtGuest  = "cannot install the guest image %s in the pool"
+	errKVMSecret = "cannot store the kvm backend's SSH key and known_hosts"
 )
 
 // The sandbox's KVM proxies.
@@ -68,8 +72,13 @@ var ErrMissing = errors.New("a component cannot run on this machine")
 type Libvirt struct {
 	// Daemon is the sandbox: its Base folder holds its logs.
 	Daemon *libvirtd.Daemon
-	// URI reaches the daemon, as ProviderConfig spec.uri.
+	// URI reaches the daemon's socket from this process (the host).
 	URI string
+	// SSH is the sandbox's sshd, through which the provider's pods reach
+	// the daemon: ProviderURI, with the key and known_hosts of the Secret
+	// KVMSSHSecret.
+	SSH         *SSHD
+	ProviderURI string
 	// Prepared is its storage pool and NAT network.
 	Prepared libvirtd.Prepared
 	// NetNS is the path of the sandbox's network namespace: the VMs' NAT
@@ -131,10 +140,15 @@ func KVMSandboxComposition(name string, labels map[string]string) *unstructured.
 	}}
 }
 
+// KVMSSHSecret, in CrossplaneNamespace, holds the key and known_hosts of
+// the kvm backend's ClusterProviderConfig default.
+const KVMSSHSecret = "kvm-ssh"
+
 // setupKVM starts a private libvirtd with a pool, a NAT network and the guest
 // image as base volume, binds package traffic's addresses in its network
-// namespace, points the kvm backend's ClusterProviderConfig default at it
-// and adapts the kvm Compositions to it.
+// namespace, starts an sshd on its host, points the kvm backend's
+// ClusterProviderConfig default at the daemon over qemu+ssh and adapts the
+// kvm Compositions to it.
 func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	t := testenv.NewOutside("cluster", c.logf)
 	defer c.recoverOutside(t, &err, errFmtKVM)
@@ -151,12 +165,48 @@ func (c *Cluster) setupKVM(ctx context.Context) (err error) {
 	if err := traffic.AddAddresses(c.Libvirt.NetNS, traffic.AllowedOrigin, traffic.OtherOrigin, traffic.StableOrigin, traffic.OutsideClient); err != nil {
 		return err
 	}
-	// The provider runs as a pod: it reaches the daemon's socket on the
-	// host through a hostPath (mountLibvirtSocket).
-	if err := c.mountLibvirtSocket(ctx, d.Socket); err != nil {
+	// The provider runs as a pod: it reaches the daemon as a remote
+	// libvirt host, over qemu+ssh to a real sshd in the sandbox, the host
+	// key pinned in known_hosts (docs/platform.md, "libvirt from the
+	// provider pod").
+	sshd, err := c.startSSHD(ctx, t, d)
+	if err != nil {
 		return err
 	}
-	return Apply(ctx, c.Client, KVMProviderConfig("ClusterProviderConfig", "", ProviderConfigName, c.Libvirt.URI))
+	c.Libvirt.SSH = sshd
+	c.Libvirt.ProviderURI = KVMSSHURI(sshd.User, sshd.Addr, d.Socket)
+	// Applied, not created: a reused cluster's Secret holds the keys of a
+	// previous run.
+	sec := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"namespace": CrossplaneNamespace, "name": KVMSSHSecret},
+		"data": map[string]any{
+			dialer.KeySSHPrivateKey: base64.StdEncoding.EncodeToString(sshd.PrivateKey),
+			dialer.KeyKnownHosts:    base64.StdEncoding.EncodeToString(sshd.KnownHosts),
+		},
+	}}
+	if err := Apply(ctx, c.Client, sec); err != nil {
+		return errors.Wrap(err, errKVMSecret)
+	}
+	return Apply(ctx, c.Client, KVMSSHProviderConfig(ProviderConfigName, c.Libvirt.ProviderURI, CrossplaneNamespace, KVMSSHSecret))
+}
+
+// KVMSSHURI is a qemu+ssh URI for user at addr (host:port) and the
+// libvirt socket on that host.
+func KVMSSHURI(user, addr, socket string) string {
+	u := url.URL{Scheme: "qemu+ssh", User: url.User(user), Host: addr, Path: "/system", RawQuery: url.Values{"socket": {socket}}.Encode()}
+	return u.String()
+}
+
+// KVMSSHProviderConfig returns a ClusterProviderConfig of the kvm backend
+// for a qemu+ssh URI, with the key and known_hosts in the Secret
+// namespace/secret.
+func KVMSSHProviderConfig(name, uri, namespace, secret string) *unstructured.Unstructured {
+	u := KVMProviderConfig("ClusterProviderConfig", "", name, uri)
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{
+		"source": "Secret", "secretRef": map[string]any{"name": secret, "namespace": namespace},
+	}, "spec", "credentials")
+	return u
 }
 
 // KVMProviderConfig returns a (Cluster)ProviderConfig of the kvm backend

@@ -37,7 +37,6 @@ const (
 	providerRuntimeConfig  = "provider-egressproxy"
 	functionRuntimeConfig  = "function-egressproxy"
 	runtimeContainer       = "package-runtime"
-	libvirtVolume          = "libvirt-socket"
 	endpointCAConfigMap    = "endpoint-ca"
 	endpointCADir          = "/etc/egressproxy/endpoint-ca"
 	nudgeEvery             = 5 * time.Second
@@ -143,35 +142,6 @@ func deploymentTemplate(args []string) map[string]any {
 			"containers": []any{map[string]any{"name": runtimeContainer, "args": a}},
 		}},
 	}}
-}
-
-// mountLibvirtSocket gives the provider's pods the private libvirtd's
-// socket folder (a hostPath at the same path, so the URI's socket= names
-// it), the socket's group (root, mode 0770) as a supplementary group, and
-// a uid the host knows:
-// the local-socket way to reach a libvirt host on the node
-// (docs/backends.md).
-func (c *Cluster) mountLibvirtSocket(ctx context.Context, socket string) error {
-	dir := filepath.Dir(socket)
-	return c.editProviderRuntime(ctx, libvirtVolume, func(spec, ct map[string]any) {
-		appendItem(spec, "volumes", map[string]any{"name": libvirtVolume, "hostPath": map[string]any{"path": dir, "type": "Directory"}})
-		appendItem(ct, "volumeMounts", map[string]any{"name": libvirtVolume, "mountPath": dir})
-		// A pod securityContext replaces Crossplane's defaults (non-root,
-		// uid and gid 2000). libvirtd refuses a peer whose uid has no user
-		// record on its host ("Failed to find user record for uid
-		// '2000'"), so the provider runs as nobody:nogroup, which every
-		// host has, with the socket's group.
-		spec["securityContext"] = map[string]any{
-			"runAsNonRoot": true, "runAsUser": int64(65534), "runAsGroup": int64(65534),
-			"supplementalGroups": []any{int64(0)},
-		}
-		// The container's own securityContext, which Crossplane also
-		// defaults (to uid 2000) when it is unset, wins over the pod's.
-		ct["securityContext"] = map[string]any{
-			"runAsNonRoot": true, "runAsUser": int64(65534), "runAsGroup": int64(65534),
-			"allowPrivilegeEscalation": false, "privileged": false,
-		}
-	})
 }
 
 // editProviderRuntime changes the pod spec and the runtime container of the

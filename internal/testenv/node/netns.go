@@ -64,6 +64,20 @@ func (n *Node) Expose(hostAddr string) (string, error) {
 	return l.Addr().String(), nil
 }
 
+// ExposeDial makes a server that only dial reaches (one in another
+// network namespace, say) reachable from the node and its pods: it listens
+// at BridgeIP on a free port inside the node's network namespace and
+// copies each connection to one dial returns. It returns BridgeIP:P.
+func (n *Node) ExposeDial(dial func() (net.Conn, error)) (string, error) {
+	l, err := n.Listen(net.JoinHostPort(BridgeIP, "0"))
+	if err != nil {
+		return "", errors.Wrapf(err, errFmtForward, "a dialled server")
+	}
+	n.listeners = append(n.listeners, l)
+	go forward(l, dial)
+	return l.Addr().String(), nil
+}
+
 // ExposeToHost makes a server inside the node's network namespace (addr,
 // say its loopback's 127.0.0.1:6443) reachable from the host: it listens on
 // a free port of the host's loopback and copies each connection to addr,
