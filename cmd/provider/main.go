@@ -122,9 +122,14 @@ func main() {
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
 		LeaseDuration:              &leaseDuration,
 		RenewDeadline:              &renewDeadline,
-		Metrics:                    metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:     *healthAddr,
-		PprofBindAddress:           *pprofAddr,
+		// A replica that stops (its pod deleted, a roll) hands the Lease
+		// over as it exits, after its controllers have stopped, so the
+		// other takes over within seconds, not a lease time. Safe: main
+		// returns once the manager has stopped (only traces are flushed).
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:        *healthAddr,
+		PprofBindAddress:              *pprofAddr,
 	})
 	kingpin.FatalIfError(err, "Cannot create controller manager")
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add the health check")

@@ -137,6 +137,7 @@ type Cluster struct {
 	tempDir        bool
 	crossplaneCRDs string
 	registry       *ociregistry.Registry
+	runtime        providerRuntime
 	mu             sync.Mutex
 	kept           bool
 	cleanups       []func()

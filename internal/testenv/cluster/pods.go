@@ -53,7 +53,8 @@ func (c *Cluster) revisionPods(ctx context.Context, rev string) ([]corev1.Pod, e
 
 // ProviderMetrics returns the Prometheus metrics of a running provider pod,
 // read at its metrics port from the node's network namespace, where pods
-// are.
+// are: of the leader's pod when replicas elect one (a replica that waits
+// for the Lease reconciles nothing and counts nothing).
 func (c *Cluster) ProviderMetrics(ctx context.Context) (string, error) {
 	if c.Node == nil {
 		return "", errors.New(errNoPodNetwork)
@@ -61,6 +62,9 @@ func (c *Cluster) ProviderMetrics(ctx context.Context) (string, error) {
 	pods, err := c.ProviderPods(ctx)
 	if err != nil {
 		return "", err
+	}
+	if _, leader, err := c.ProviderLeader(ctx); err == nil && leader != nil {
+		pods = append([]corev1.Pod{*leader}, pods...)
 	}
 	for _, p := range pods {
 		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
@@ -85,7 +89,8 @@ func (c *Cluster) ProviderMetrics(ctx context.Context) (string, error) {
 	return "", errors.Errorf(errFmtNoPods, ProviderName)
 }
 
-// ProviderLogs returns the last lines of the logs of the provider's pods.
+// ProviderLogs returns the last lines of the logs of the provider's pods,
+// each of them (with replicas, the leader's and the others').
 func (c *Cluster) ProviderLogs(ctx context.Context, lines int) string {
 	return c.PodLogs(ctx, CrossplaneNamespace, LabelRevision+"="+c.ProviderRevisionName, lines)
 }

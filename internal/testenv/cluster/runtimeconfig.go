@@ -8,6 +8,9 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -40,6 +44,17 @@ const (
 	endpointCAConfigMap    = "endpoint-ca"
 	endpointCADir          = "/etc/egressproxy/endpoint-ca"
 	nudgeEvery             = 5 * time.Second
+
+	// RuntimeDefault and RuntimeHA are the provider's runtimes in
+	// examples/runtime: one hardened replica, or two with leader election.
+	RuntimeDefault = "provider-egressproxy.yaml"
+	RuntimeHA      = "ha.yaml"
+
+	// annotationRuntime on the provider's pod template names the rendered
+	// runtime (a hash): a roll is done when every pod carries the new one.
+	annotationRuntime = "egressproxy.io/runtime-config"
+	// layerArgs is the harness's layer of the provider's flags.
+	layerArgs = "args"
 )
 
 var (
@@ -49,44 +64,54 @@ var (
 const (
 	errReadRBAC       = "cannot read examples/rbac/provider-egressproxy.yaml"
 	errFmtRBACDocs    = "examples/rbac/provider-egressproxy.yaml: want 2 ClusterRoles and the DeploymentRuntimeConfig %s, got %v"
+	errFmtReadRuntime = "cannot read examples/runtime/%s"
+	errFmtRuntimeDocs = "examples/runtime/%s: want the DeploymentRuntimeConfig %s with ServiceAccount %s (as examples/rbac's), got %v"
 	errRuntimeConfig  = "cannot apply the packages' runtime configuration"
 	errFmtRuntimeRoll = "the provider's pods do not run with the new runtime configuration: %s\n%s"
 )
 
+// providerRuntime is what the provider's DeploymentRuntimeConfig is made
+// of: an example of examples/runtime, applied as a platform team applies
+// it, with the harness's layers over it, in order. Each change renders it
+// anew, so the examples cannot drift from what the suite runs.
+type providerRuntime struct {
+	file   string
+	layers []runtimeLayer
+}
+
+// A runtimeLayer is one addition of the harness to the provider's pod spec
+// and runtime container.
+type runtimeLayer struct {
+	name string
+	edit func(spec, container map[string]any)
+}
+
+// set adds l, or replaces the layer of its name in place.
+func (r *providerRuntime) set(l runtimeLayer) {
+	for i := range r.layers {
+		if r.layers[i].name == l.name {
+			r.layers[i] = l
+			return
+		}
+	}
+	r.layers = append(r.layers, l)
+}
+
 // applyRuntimeConfigs applies what a platform team applies before
 // installing the Configurations so that the Provider and the Function they
-// pull in as dependencies run as it wants: examples/rbac (the provider's
-// extra ClusterRoles and its DeploymentRuntimeConfig, which gives its
-// ServiceAccount a stable name), the bindings of those ClusterRoles to that
-// ServiceAccount, and ImageConfigs that attach a DeploymentRuntimeConfig to
-// each package by its image (a dependency has no Provider object of the
-// team's to name one). The DeploymentRuntimeConfigs carry the harness's
-// flags: the provider's polls, the function's metrics port, --debug.
+// pull in as dependencies run as it wants: examples/rbac's extra
+// ClusterRoles and the bindings of those to the provider's ServiceAccount,
+// examples/runtime/provider-egressproxy.yaml (the hardened runtime, whose
+// DeploymentRuntimeConfig gives that ServiceAccount its stable name, and
+// the ImageConfig that attaches it to the provider by its image: a
+// dependency has no Provider object of the team's to name one) with the
+// registry's prefix, and the function's runtime. The DeploymentRuntimeConfigs
+// carry the harness's flags: the provider's polls, the function's metrics
+// port, --debug.
 func (c *Cluster) applyRuntimeConfigs(ctx context.Context) error {
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "rbac", "provider-egressproxy.yaml"))
+	objs, err := rbacRoles()
 	if err != nil {
-		return errors.Wrap(err, errReadRBAC)
-	}
-	var objs []*unstructured.Unstructured
-	var kinds []string
-	var drc *unstructured.Unstructured
-	for _, doc := range strings.Split(string(b), "\n---") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			return errors.Wrap(err, errReadRBAC)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		kinds = append(kinds, u.GetKind()+" "+u.GetName())
-		if u.GetKind() == "DeploymentRuntimeConfig" && u.GetName() == providerRuntimeConfig {
-			drc = u
-			continue
-		}
-		objs = append(objs, u)
-	}
-	if drc == nil || len(objs) != 2 {
-		return errors.Errorf(errFmtRBACDocs, providerRuntimeConfig, kinds)
+		return err
 	}
 	args := []string{
 		// Poll often: gcp and kvm proxies are seen to become ready only at
@@ -99,7 +124,20 @@ func (c *Cluster) applyRuntimeConfigs(ctx context.Context) error {
 		args, fnArgs = append(args, "--debug"), append(fnArgs, "--debug")
 	}
 	args = append(args, c.opts.ProviderArgs...)
-	if err := unstructured.SetNestedField(drc.Object, deploymentTemplate(args), "spec", "deploymentTemplate"); err != nil {
+	c.mu.Lock()
+	c.runtime.file = RuntimeDefault
+	c.runtime.set(runtimeLayer{name: layerArgs, edit: func(_, ct map[string]any) { ct["args"] = anySlice(args) }})
+	drc, ic, err := c.renderProviderRuntime()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if ic == nil {
+		return errors.Errorf(errFmtRuntimeDocs, RuntimeDefault, providerRuntimeConfig, providerServiceAccount, "no ImageConfig")
+	}
+	// The example's prefix names a registry of its own; a platform team
+	// changes it to theirs.
+	if err := unstructured.SetNestedSlice(ic.Object, []any{map[string]any{"type": "Prefix", "prefix": c.PackageRepo + "/provider-egressproxy"}}, "spec", "matchImages"); err != nil {
 		return errors.Wrap(err, errRuntimeConfig)
 	}
 	fn := &unstructured.Unstructured{Object: map[string]any{
@@ -107,7 +145,7 @@ func (c *Cluster) applyRuntimeConfigs(ctx context.Context) error {
 		"metadata": map[string]any{"name": functionRuntimeConfig},
 		"spec":     map[string]any{"deploymentTemplate": deploymentTemplate(fnArgs)},
 	}}
-	objs = append(objs, drc, fn)
+	objs = append(objs, drc, ic, fn)
 	for _, role := range []string{RoleInjectedIdentity, RoleNamespaces} {
 		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -116,17 +154,152 @@ func (c *Cluster) applyRuntimeConfigs(ctx context.Context) error {
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "namespace": CrossplaneNamespace, "name": providerServiceAccount}},
 		}})
 	}
-	for pkg, cfg := range map[string]string{"provider-egressproxy": providerRuntimeConfig, "function-egressproxy": functionRuntimeConfig} {
-		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
-			"metadata": map[string]any{"name": pkg},
-			"spec": map[string]any{
-				"matchImages": []any{map[string]any{"type": "Prefix", "prefix": c.PackageRepo + "/" + pkg}},
-				"runtime":     map[string]any{"configRef": map[string]any{"name": cfg}},
-			},
-		}})
-	}
+	objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+		"metadata": map[string]any{"name": "function-egressproxy"},
+		"spec": map[string]any{
+			"matchImages": []any{map[string]any{"type": "Prefix", "prefix": c.PackageRepo + "/function-egressproxy"}},
+			"runtime":     map[string]any{"configRef": map[string]any{"name": functionRuntimeConfig}},
+		},
+	}})
 	return errors.Wrap(Apply(ctx, c.Client, objs...), errRuntimeConfig)
+}
+
+// rbacRoles returns the ClusterRoles of examples/rbac/provider-egressproxy.yaml.
+// Its DeploymentRuntimeConfig, which only names the ServiceAccount, is the
+// one examples/runtime's replace: the harness applies theirs
+// (readRuntime checks that they name the same ServiceAccount).
+func rbacRoles() ([]*unstructured.Unstructured, error) {
+	objs, err := readExample(filepath.Join("examples", "rbac", "provider-egressproxy.yaml"))
+	if err != nil {
+		return nil, errors.Wrap(err, errReadRBAC)
+	}
+	var roles []*unstructured.Unstructured
+	var kinds []string
+	drc := false
+	for _, u := range objs {
+		kinds = append(kinds, u.GetKind()+" "+u.GetName())
+		switch {
+		case u.GetKind() == "ClusterRole":
+			roles = append(roles, u)
+		case u.GetKind() == "DeploymentRuntimeConfig" && u.GetName() == providerRuntimeConfig:
+			drc = serviceAccountOf(u) == providerServiceAccount
+		}
+	}
+	if !drc || len(roles) != 2 {
+		return nil, errors.Errorf(errFmtRBACDocs, providerRuntimeConfig, kinds)
+	}
+	return roles, nil
+}
+
+// readExample returns the objects of a YAML file of the repository.
+func readExample(path string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path)) //nolint:gosec // A file of this repository.
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(b), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, err
+		}
+		if len(u.Object) != 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs, nil
+}
+
+func serviceAccountOf(drc *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(drc.Object, "spec", "serviceAccountTemplate", "metadata", "name")
+	return s
+}
+
+// readRuntime returns the provider's DeploymentRuntimeConfig of
+// examples/runtime/file and its ImageConfig, if it has one.
+func readRuntime(file string) (drc, ic *unstructured.Unstructured, err error) {
+	objs, err := readExample(filepath.Join("examples", "runtime", file))
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, errFmtReadRuntime, file)
+	}
+	var kinds []string
+	for _, u := range objs {
+		kinds = append(kinds, u.GetKind()+" "+u.GetName())
+		switch u.GetKind() {
+		case "DeploymentRuntimeConfig":
+			if u.GetName() == providerRuntimeConfig && serviceAccountOf(u) == providerServiceAccount {
+				drc = u
+			}
+		case "ImageConfig":
+			ic = u
+		}
+	}
+	if drc == nil {
+		return nil, nil, errors.Errorf(errFmtRuntimeDocs, file, providerRuntimeConfig, providerServiceAccount, kinds)
+	}
+	return drc, ic, nil
+}
+
+// renderProviderRuntime returns the provider's DeploymentRuntimeConfig: the
+// example's with the harness's layers over it, its pod template stamped
+// with a hash of the result (annotationRuntime); and the example's
+// ImageConfig, if any. Call it with c.mu held.
+func (c *Cluster) renderProviderRuntime() (drc, ic *unstructured.Unstructured, err error) {
+	drc, ic, err = readRuntime(c.runtime.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return drc, ic, errors.Wrap(renderRuntime(drc, c.runtime.layers), errRuntimeConfig)
+}
+
+// renderRuntime applies layers to the pod spec and the runtime container of
+// a DeploymentRuntimeConfig, in order, and stamps its pod template.
+func renderRuntime(drc *unstructured.Unstructured, layers []runtimeLayer) error {
+	spec, _, _ := unstructured.NestedMap(drc.Object, "spec", "deploymentTemplate", "spec", "template", "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	// Crossplane merges the container of this name into the package's.
+	containers, _ := spec["containers"].([]any)
+	i := slices.IndexFunc(containers, func(o any) bool {
+		m, _ := o.(map[string]any)
+		return m != nil && m["name"] == runtimeContainer
+	})
+	if i < 0 {
+		containers, i = append([]any{map[string]any{"name": runtimeContainer}}, containers...), 0
+	}
+	ct, _ := containers[i].(map[string]any)
+	for _, l := range layers {
+		l.edit(spec, ct)
+	}
+	containers[i] = ct
+	spec["containers"] = containers
+	if err := unstructured.SetNestedMap(drc.Object, spec, "spec", "deploymentTemplate", "spec", "template", "spec"); err != nil {
+		return err
+	}
+	// A selector is required by the CRD; the examples carry one.
+	if _, ok, _ := unstructured.NestedFieldNoCopy(drc.Object, "spec", "deploymentTemplate", "spec", "selector"); !ok {
+		if err := unstructured.SetNestedMap(drc.Object, map[string]any{}, "spec", "deploymentTemplate", "spec", "selector"); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(drc.Object["spec"])
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	return unstructured.SetNestedField(drc.Object, hex.EncodeToString(sum[:])[:12],
+		"spec", "deploymentTemplate", "spec", "template", "metadata", "annotations", annotationRuntime)
+}
+
+// anySlice converts a list of strings for an unstructured object.
+func anySlice(s []string) []any {
+	a := make([]any, 0, len(s))
+	for _, v := range s {
+		a = append(a, v)
+	}
+	return a
 }
 
 // deploymentTemplate is a DeploymentRuntimeConfig's deploymentTemplate
@@ -144,31 +317,55 @@ func deploymentTemplate(args []string) map[string]any {
 	}}
 }
 
-// editProviderRuntime changes the pod spec and the runtime container of the
-// provider's DeploymentRuntimeConfig with edit, and returns once only pods
-// with the volume named volume run, one of them ready: Crossplane rolls
-// the provider's Deployment.
+// editProviderRuntime adds to the provider's runtime the layer named
+// volume, which edits the pod spec and the runtime container, and returns
+// once the provider's pods run with it (rollProviderRuntime).
 func (c *Cluster) editProviderRuntime(ctx context.Context, volume string, edit func(spec, container map[string]any)) error {
+	c.mu.Lock()
+	c.runtime.set(runtimeLayer{name: volume, edit: edit})
+	c.mu.Unlock()
+	return c.rollProviderRuntime(ctx)
+}
+
+// SetProviderRuntime makes the provider run with file of examples/runtime
+// (RuntimeDefault, RuntimeHA) and the harness's layers over it, as a
+// platform team applies one over the running provider, and returns once
+// only pods of it run and as many as it asks for are ready.
+func (c *Cluster) SetProviderRuntime(ctx context.Context, file string) error {
+	c.mu.Lock()
+	c.runtime.file = file
+	c.mu.Unlock()
+	return c.rollProviderRuntime(ctx)
+}
+
+// rollProviderRuntime writes the rendered runtime into the provider's
+// DeploymentRuntimeConfig and returns once every pod of the provider's
+// revision carries its stamp and its replicas are ready: Crossplane rolls
+// the provider's Deployment.
+func (c *Cluster) rollProviderRuntime(ctx context.Context) error {
+	c.mu.Lock()
+	want, _, err := c.renderProviderRuntime()
+	file := c.runtime.file
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	stamp, _, _ := unstructured.NestedString(want.Object, "spec", "deploymentTemplate", "spec", "template", "metadata", "annotations", annotationRuntime)
+	replicas := int64(1)
+	switch r, _, _ := unstructured.NestedFieldNoCopy(want.Object, "spec", "deploymentTemplate", "spec", "replicas"); v := r.(type) {
+	case int64:
+		replicas = v
+	case float64:
+		replicas = int64(v)
+	}
 	drc := Object(gvkDeploymentRuntimeConfig)
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: providerRuntimeConfig}, drc); err != nil {
-		return errors.Wrap(err, errRuntimeConfig)
-	}
-	spec, _, _ := unstructured.NestedMap(drc.Object, "spec", "deploymentTemplate", "spec", "template", "spec")
-	if spec == nil {
-		spec = map[string]any{}
-	}
-	containers, _ := spec["containers"].([]any)
-	if len(containers) == 0 {
-		containers = []any{map[string]any{"name": runtimeContainer}}
-	}
-	ct, _ := containers[0].(map[string]any)
-	edit(spec, ct)
-	containers[0] = ct
-	spec["containers"] = containers
-	if err := unstructured.SetNestedMap(drc.Object, spec, "spec", "deploymentTemplate", "spec", "template", "spec"); err != nil {
-		return errors.Wrap(err, errRuntimeConfig)
-	}
-	if err := c.Client.Update(ctx, drc); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: providerRuntimeConfig}, drc); err != nil {
+			return err
+		}
+		drc.Object["spec"] = want.Object["spec"]
+		return c.Client.Update(ctx, drc)
+	}); err != nil {
 		return errors.Wrap(err, errRuntimeConfig)
 	}
 	// Crossplane v2.4 re-renders a revision's Deployment when a
@@ -194,18 +391,18 @@ func (c *Cluster) editProviderRuntime(ctx context.Context, volume string, edit f
 			why = err.Error()
 			return false, nil
 		}
-		ready := 0
+		ready := int64(0)
 		for _, p := range pods {
-			if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume }) {
-				why = "pod " + p.Name + " has no volume " + volume + " yet"
+			if got := p.Annotations[annotationRuntime]; got != stamp {
+				why = fmt.Sprintf("pod %s runs the runtime %q, not %s (%s) yet", p.Name, got, stamp, file)
 				return false, nil
 			}
-			if podReady(&p) {
+			if p.DeletionTimestamp == nil && podReady(&p) {
 				ready++
 			}
 		}
-		why = "no ready pod with volume " + volume
-		return ready > 0, nil
+		why = fmt.Sprintf("%d of %d pods of the runtime %s (%s) ready", ready, replicas, stamp, file)
+		return ready >= replicas, nil
 	}); err != nil {
 		return errors.Errorf(errFmtRuntimeRoll, why, c.ProviderLogs(ctx, 30))
 	}
