@@ -73,6 +73,8 @@ type options struct {
 	providerEnv []string
 	// peer runs provider-kubernetes side by side (kubernetes only).
 	peer bool
+	// baselines runs the raw-client baselines after the provider.
+	baselines bool
 	// overhead measures each backend's data plane (overhead.go), with
 	// concurrency workers for overheadFor per cell; squidExtra are more
 	// squid.conf lines, ";"-separated.
@@ -98,6 +100,7 @@ func main() {
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	flag.BoolVar(&o.peer, "peer", true, "kubernetes: also run the peer provider-kubernetes (hack/tools.sh builds it) on the same four objects per proxy as Objects, and print ours/peer")
+	flag.BoolVar(&o.baselines, "baselines", true, "after the provider (and the peer), time the raw-client baselines; false: the provider's own figures only, with no ratio to a baseline")
 	flag.BoolVar(&o.overhead, "overhead", true, "measure each backend's data plane: real squid with its rendered configuration against the same origin directly (requests per second, p50/p99)")
 	flag.IntVar(&o.concurrency, "overhead-concurrency", 16, "-overhead: requests in flight, directly and through the proxy")
 	flag.DurationVar(&o.overheadFor, "overhead-for", 10*time.Second, "-overhead: how long each cell (mode, direct or proxy) sends requests, after a warm-up of a fifth of it (at most 2s)")
