@@ -69,10 +69,14 @@ type options struct {
 	faultFor time.Duration
 	// providerFlags are added to the provider's command line.
 	providerFlags []string
-	// providerEnv is added to the provider's environment only.
+	// providerEnv is added to the provider's environment only: the first
+	// runtimeEnv of it are the documented runtime's (runtimeenv.go).
 	providerEnv []string
+	runtimeEnv  int
 	// peer runs provider-kubernetes side by side (kubernetes only).
 	peer bool
+	// baselines runs the raw-client baselines after the provider.
+	baselines bool
 	// overhead measures each backend's data plane (overhead.go), with
 	// concurrency workers for overheadFor per cell; squidExtra are more
 	// squid.conf lines, ";"-separated.
@@ -98,6 +102,7 @@ func main() {
 	flag.BoolVar(&o.faults, "faults", false, "after the steady window, break the backend (gcp: a 429/503 storm; kubernetes: the target apiserver down) and show the requests while it lasts and the time to recover")
 	flag.DurationVar(&o.faultFor, "fault-for", time.Minute, "how long each fault of -faults lasts")
 	flag.BoolVar(&o.peer, "peer", true, "kubernetes: also run the peer provider-kubernetes (hack/tools.sh builds it) on the same four objects per proxy as Objects, and print ours/peer")
+	flag.BoolVar(&o.baselines, "baselines", true, "after the provider (and the peer), time the raw-client baselines; false: the provider's own figures only, with no ratio to a baseline")
 	flag.BoolVar(&o.overhead, "overhead", true, "measure each backend's data plane: real squid with its rendered configuration against the same origin directly (requests per second, p50/p99)")
 	flag.IntVar(&o.concurrency, "overhead-concurrency", 16, "-overhead: requests in flight, directly and through the proxy")
 	flag.DurationVar(&o.overheadFor, "overhead-for", 10*time.Second, "-overhead: how long each cell (mode, direct or proxy) sends requests, after a warm-up of a fifth of it (at most 2s)")
@@ -107,9 +112,17 @@ func main() {
 	var providerFlags string
 	flag.StringVar(&providerFlags, "provider-flags", "", "more flags for the provider, space-separated, such as --no-normal-events")
 	var providerEnv string
-	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOMEMLIMIT=64MiB")
+	flag.StringVar(&providerEnv, "provider-env", "", "more environment variables for the provider only, space-separated, such as GOGC=50; after the documented runtime's ("+runtimeFile+"), whose values they override")
 	flag.Parse()
-	o.providerEnv = strings.Fields(providerEnv)
+	// The documented runtime's environment first: -provider-env may
+	// override it (the last of a name wins).
+	renv, err := documentedRuntimeEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	o.runtimeEnv = len(renv)
+	o.providerEnv = append(renv, strings.Fields(providerEnv)...)
 	o.squidArgs = strings.Fields(squidArgs)
 	o.backends = strings.Split(backends, ",")
 	o.providerFlags = strings.Fields(providerFlags)
@@ -123,7 +136,7 @@ func main() {
 	ctrl.SetLogger(logr.Discard())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o)
+	err = run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -163,8 +176,11 @@ func run(ctx context.Context, o options) error {
 	if len(o.providerFlags) > 0 {
 		extra = " " + strings.Join(o.providerFlags, " ")
 	}
-	if len(o.providerEnv) > 0 {
-		extra += ", provider environment " + strings.Join(o.providerEnv, " ")
+	if o.runtimeEnv > 0 {
+		extra += ", provider environment " + strings.Join(o.providerEnv[:o.runtimeEnv], " ") + " (" + runtimeFile + ")"
+	}
+	if more := o.providerEnv[o.runtimeEnv:]; len(more) > 0 {
+		extra += ", provider environment " + strings.Join(more, " ")
 	}
 	fmt.Printf("# make bench: %s, N=%d, --poll=%s, --max-reconcile-rate=%d%s, steady window %s, %d CPUs, load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.n, o.poll, o.rate, extra, o.steady, numCPU(), loadAvg())

@@ -205,6 +205,10 @@ func (r *runner) run(ctx context.Context, mk func() bench) (*result, error) {
 		}
 	}
 
+	if !r.o.baselines {
+		res.loadAfter = loadAvg()
+		return res, nil
+	}
 	logf("%s: baseline", r.backend)
 	base, err := b.baseline(ctx, r)
 	res.base = base

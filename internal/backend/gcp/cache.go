@@ -53,8 +53,12 @@ const (
 	errListFirewalls    = "cannot list firewall rules"
 )
 
-// listPageSize is the largest page GCE serves.
-const listPageSize = 500
+// listPageSize bounds a list call's page. The compute client reads a page's
+// body whole and decodes it at once, with every instance's metadata
+// (cloud-init's user-data, the startup script, squid.conf): a page of 500,
+// the largest GCE serves, held 28 MB of body and up to ~100 MB in all at
+// once at 1000 proxies, which set the provider's peak RSS (docs/bench.md).
+const listPageSize = 100
 
 const (
 	kindInstances = "instances"

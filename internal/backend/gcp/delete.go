@@ -23,10 +23,12 @@ import (
 )
 
 const (
-	errList            = "cannot list instances"
-	errFmtListWarning  = "cannot list instances: %s reports %s: %s"
-	warningNoResults   = "NO_RESULTS_ON_PAGE"
-	aggregatedPageSize = 500
+	errList           = "cannot list instances"
+	errFmtListWarning = "cannot list instances: %s reports %s: %s"
+	warningNoResults  = "NO_RESULTS_ON_PAGE"
+	// A page of instances is decoded whole, with every instance's
+	// metadata: see listPageSize.
+	aggregatedPageSize = listPageSize
 )
 
 // Delete deletes the firewall rule, then (once the rule is gone) the

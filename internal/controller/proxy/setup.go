@@ -146,7 +146,14 @@ func (w warningsOnly) WithAnnotations(keysAndValues ...string) event.Recorder {
 	return warningsOnly{Recorder: w.Recorder.WithAnnotations(keysAndValues...)}
 }
 
-const errFmtNoList = "cannot list resources of kind %s: the scheme does not know it"
+const (
+	errFmtNoList        = "cannot list resources of kind %s: the scheme does not know it"
+	errIndexCredentials = "cannot index managed resources by their credentials Secret"
+)
+
+// indexCredentialsRef holds the name of the credentials Secret a managed
+// resource uses (spec.forProvider.credentialsSecretRef).
+const indexCredentialsRef = "proxy.egressproxy.io/credentialssecretref"
 
 // watching is a connector whose backends may report changes.
 type watching interface {
@@ -188,6 +195,12 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	if !s.Recognizes(listGVK) {
 		return errors.Errorf(errFmtNoList, listGVK)
 	}
+	// Without the index every changed Secret listed (and copied) every
+	// resource of its namespace: the connection Secrets the provider
+	// writes are Secrets too, so N new proxies cost N² copies.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexCredentialsRef, credentialsIndex(credentialsRef)); err != nil {
+		return errors.Wrap(err, errIndexCredentials)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -200,7 +213,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 		// next poll (--poll-watched is minutes): a changed credentials
 		// Secret reconciles the resources of its namespace that use it.
 		// Secrets are in the manager's cache already (CredentialStore).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(mgr.GetClient(), s, listGVK, credentialsRef)),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(mgr.GetClient(), s, listGVK)),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(ctrlevent.TypedCreateEvent[client.Object]) bool { return false },
 				DeleteFunc:  func(ctrlevent.TypedDeleteEvent[client.Object]) bool { return false },
@@ -225,18 +238,33 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, gvk schema.Gro
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
+// credentialsIndex is the indexCredentialsRef value of a managed resource.
+func credentialsIndex[M resource.ModernManaged](credentialsRef func(M) string) client.IndexerFunc {
+	return func(o client.Object) []string {
+		m, ok := o.(M)
+		if !ok {
+			return nil
+		}
+		if n := credentialsRef(m); n != "" {
+			return []string{n}
+		}
+		return nil
+	}
+}
+
 // usersOf maps a Secret to the resources of its namespace whose
-// credentials it holds.
-func usersOf[M resource.ModernManaged](kube client.Reader, s *runtime.Scheme, listGVK schema.GroupVersionKind, credentialsRef func(M) string) handler.MapFunc {
+// credentials it holds (indexCredentialsRef).
+func usersOf(kube client.Reader, s *runtime.Scheme, listGVK schema.GroupVersionKind) handler.MapFunc {
 	return func(ctx context.Context, sec client.Object) []reconcile.Request {
 		o, err := s.New(listGVK)
 		l, ok := o.(client.ObjectList)
-		if err != nil || !ok || kube.List(ctx, l, client.InNamespace(sec.GetNamespace())) != nil {
+		// Only names are read: no copies.
+		if err != nil || !ok || kube.List(ctx, l, client.InNamespace(sec.GetNamespace()), client.MatchingFields{indexCredentialsRef: sec.GetName()}, client.UnsafeDisableDeepCopy) != nil {
 			return nil
 		}
 		var out []reconcile.Request
 		_ = apimeta.EachListItem(l, func(o runtime.Object) error {
-			if m, ok := o.(M); ok && credentialsRef(m) == sec.GetName() {
+			if m, ok := o.(client.Object); ok {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
 			}
 			return nil

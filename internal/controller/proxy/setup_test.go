@@ -95,17 +95,18 @@ func TestUsersOf(t *testing.T) {
 		}
 		return p
 	}
-	s := extScheme(t)
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		proxy("team", "a", "creds"), proxy("team", "b", "other"), proxy("team", "c", ""), proxy("elsewhere", "d", "creds"),
-	).Build()
 	ref := func(p *v1alpha1.KubernetesProxy) string {
 		if r := p.Spec.ForProvider.CredentialsSecretRef; r != nil {
 			return r.Name
 		}
 		return ""
 	}
-	fn := usersOf(c, s, v1alpha1.KubernetesProxyGroupVersionKind.GroupVersion().WithKind(v1alpha1.KubernetesProxyKind+"List"), ref)
+	s := extScheme(t)
+	// The fake client refuses MatchingFields on a field it has no index of.
+	c := fake.NewClientBuilder().WithScheme(s).WithIndex(&v1alpha1.KubernetesProxy{}, indexCredentialsRef, credentialsIndex(ref)).WithObjects(
+		proxy("team", "a", "creds"), proxy("team", "b", "other"), proxy("team", "c", ""), proxy("elsewhere", "d", "creds"),
+	).Build()
+	fn := usersOf(c, s, v1alpha1.KubernetesProxyGroupVersionKind.GroupVersion().WithKind(v1alpha1.KubernetesProxyKind+"List"))
 	got := fn(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds"}})
 	want := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "team", Name: "a"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
