@@ -292,18 +292,7 @@ func (s *Server) listInstances(r *http.Request) (proto.Message, error) {
 // instancesIn returns clones of the project's instances in scopes keep
 // accepts, sorted by zone and name. The caller holds s.mu.
 func (s *Server) instancesIn(project string, keep func(key) bool) []*computepb.Instance {
-	keys := make([]key, 0, len(s.st.instances))
-	for k := range s.st.instances {
-		if k.project == project && keep(k) {
-			keys = append(keys, k)
-		}
-	}
-	sortKeys(keys)
-	out := make([]*computepb.Instance, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, proto.CloneOf(s.st.instances[k].inst))
-	}
-	return out
+	return snapshot(s.st.instances, func(k key) bool { return k.project == project && keep(k) }, instanceOf)
 }
 
 func (s *Server) instanceKey(r *http.Request) (key, *apiError) {
