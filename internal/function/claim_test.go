@@ -7,15 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 package function
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
 )
 
@@ -58,108 +54,85 @@ func TestRunFunctionClaim(t *testing.T) {
 		return r
 	}
 
-	type args struct {
-		req *fnv1.RunFunctionRequest
-	}
-	type want struct {
-		rsp *fnv1.RunFunctionResponse
-		err error
-	}
-
-	cases := map[string]struct {
-		reason string
-		args   args
-		want   want
-	}{
+	cases := map[string]runCase{
 		"RequiresClaim": {
 			reason: "Until Crossplane has fetched the claim the function only asks for it, and desires nothing yet.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    in,
 				Observed: &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: withRequirements(rsp(nil), claimRequirements())},
+			},
+			want: withRequirements(rsp(nil), claimRequirements()),
 		},
 		"ForgedLabelIgnored": {
 			reason: "The crossplane.io/claim-namespace label is not where the proxy goes: the proven claim's namespace is.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
 				Observed:          &fnv1.State{Composite: xrClaimed("web-x7k2p", "team-b", claimRefJSON("EgressProxyClaim", "team-a", "web"))},
 				RequiredResources: claimed(),
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", kubernetesFP, "")),
 					Ready:    fnv1.Ready_READY_FALSE,
 				}},
-			})},
+			}),
 		},
 		"LabelWithoutClaimRef": {
 			reason: "An XR with only a claim namespace label, which anyone who may create an XR can set, is claim-less: nothing is composed.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
 				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", "")},
 				RequiredResources: claimOfXR("team-b", "web", "web-x7k2p"),
-			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in"))},
+			},
+			want: rsp(nil, fatal("XEgressProxy evil has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in")),
 		},
 		"ForgedClaimRef": {
 			reason: "An XR whose claimRef names another team's claim, which is bound to another XR, is claim-less: nothing is composed in that team's namespace.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
 				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "team-b", "web"))},
 				RequiredResources: claimOfXR("team-b", "web", "web-x7k2p"),
-			}},
-			want: want{rsp: withRequirements(rsp(nil, fatal(
+			},
+			want: withRequirements(rsp(nil, fatal(
 				"XEgressProxy evil references claim team-b/web in spec.claimRef, but that claim's spec.resourceRef does not name this XEgressProxy: nothing is composed for it")),
-				requirementsFor("team-b", "web"))},
+				requirementsFor("team-b", "web")),
 		},
 		"ClaimMissing": {
 			reason: "An XR whose claimRef names a claim that does not exist is claim-less.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             in,
 				Observed:          &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "team-b", "ghost"))},
 				RequiredResources: map[string]*fnv1.Resources{requiredClaim: {}},
-			}},
-			want: want{rsp: withRequirements(rsp(nil, fatal(
+			},
+			want: withRequirements(rsp(nil, fatal(
 				"XEgressProxy evil references claim team-b/ghost in spec.claimRef, which does not exist: nothing is composed for it")),
-				requirementsFor("team-b", "ghost"))},
+				requirementsFor("team-b", "ghost")),
 		},
 		"ClaimRefToOtherKind": {
 			reason: "A claimRef must name an EgressProxyClaim: no other kind proves where the proxy goes.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    in,
 				Observed: &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("Secret", "team-b", "web"))},
-			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy evil has a spec.claimRef to Secret team-b/web, not to an EgressProxyClaim of its own API group"))},
+			},
+			want: rsp(nil, fatal("XEgressProxy evil has a spec.claimRef to Secret team-b/web, not to an EgressProxyClaim of its own API group")),
 		},
 		"ClaimRefBadNamespace": {
 			reason: "A claimRef namespace that is not a namespace name is rejected before anything is asked for.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    in,
 				Observed: &fnv1.State{Composite: xrClaimed("evil", "team-b", claimRefJSON("EgressProxyClaim", "Team_B", "web"))},
-			}},
-			want: want{rsp: rsp(nil, fatal(`XEgressProxy evil has a spec.claimRef to namespace "Team_B", which is not a namespace name`))},
+			},
+			want: rsp(nil, fatal(`XEgressProxy evil has a spec.claimRef to namespace "Team_B", which is not a namespace name`)),
 		},
 	}
 
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := NewFunction(logging.NewNopLogger())
-			got, err := f.RunFunction(context.Background(), tc.args.req)
-			if diff := cmp.Diff(tc.want.rsp, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.want.err, err); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	runCases(t, cases)
 }

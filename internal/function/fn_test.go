@@ -126,69 +126,82 @@ func desiredXR(status string, conn map[string][]byte) *fnv1.Resource {
 	return &fnv1.Resource{Resource: resource.MustStructJSON(`{"status": ` + status + `}`), ConnectionDetails: conn}
 }
 
-func TestRunFunction(t *testing.T) {
-	type args struct {
-		req *fnv1.RunFunctionRequest
-	}
-	type want struct {
-		rsp *fnv1.RunFunctionResponse
-		err error
-	}
+// runCase is one RunFunction request and the response it must get; the
+// RunFunction tests of this package share it and runCases.
+type runCase struct {
+	reason string
+	req    *fnv1.RunFunctionRequest
+	want   *fnv1.RunFunctionResponse
+}
 
-	cases := map[string]struct {
-		reason string
-		args   args
-		want   want
-	}{
+// runCases runs each case through a new Function, which must return its
+// response and no error.
+func runCases(t *testing.T, cases map[string]runCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := NewFunction(logging.NewNopLogger()).RunFunction(context.Background(), tc.req)
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
+			}
+			if err != nil {
+				t.Errorf("%s\nf.RunFunction(...): unexpected error: %v", tc.reason, err)
+			}
+		})
+	}
+}
+
+func TestRunFunction(t *testing.T) {
+	cases := map[string]runCase{
 		"UnknownBackend": {
 			reason: "An input naming no known backend is a fatal result.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "podman"}`),
 				Observed: &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be one of kubernetes, gcp, kvm`))},
+			},
+			want: rsp(nil, fatal(`unknown backend "podman" in the function input: it must be one of kubernetes, gcp, kvm`)),
 		},
 		"NoClaimRef": {
 			reason: "An XR not created for a claim has no namespace to compose the proxy in: a fatal result.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:     &fnv1.RequestMeta{Tag: "t"},
 				Input:    resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
 				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xrNoClaimJSON)}},
-			}},
-			want: want{rsp: rsp(nil, fatal("XEgressProxy web has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in"))},
+			},
+			want: rsp(nil, fatal("XEgressProxy web has no spec.claimRef: it must be created through an EgressProxyClaim, whose namespace the proxy is composed in")),
 		},
 		"GCPNoZone": {
 			reason: "A gcp Composition without a zone cannot compose a VM: a fatal result.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp", "gcp": {"zone": ""}}`),
 				Observed:          &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: claimFatal("the function input has no gcp.zone: a Composition for the gcp backend must choose the zone of the proxy VMs")},
+			},
+			want: claimFatal("the function input has no gcp.zone: a Composition for the gcp backend must choose the zone of the proxy VMs"),
 		},
 		"KVMNoBaseImage": {
 			reason: "A kvm Composition without a base image cannot compose a VM: a fatal result.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm"}`),
 				Observed:          &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: claimFatal("the function input has no kvm.baseImageVolume: a Composition for the kvm backend must choose the image the proxy VMs boot")},
+			},
+			want: claimFatal("the function input has no kvm.baseImageVolume: a Composition for the kvm backend must choose the image the proxy VMs boot"),
 		},
 		"KubernetesFirstReconcile": {
 			reason: "Before anything is observed the function composes a KubernetesProxy in the claim's namespace, not ready, and sets only the backend on the XR.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes",
 					"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},
 					"kubernetes": {"namespace": "egress", "image": "squid:6", "replicas": {"medium": 4}}}`),
 				Observed: &fnv1.State{Composite: xr("medium")},
-			}},
-			want: want{rsp: onConfig(composedRsp(&fnv1.State{
+			},
+			want: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io",
@@ -196,53 +209,53 @@ func TestRunFunction(t *testing.T) {
 						`"providerConfigRef": {"kind": "ClusterProviderConfig", "name": "in-cluster"},`)),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			}), "kubernetes", "in-cluster")},
+			}), "kubernetes", "in-cluster"),
 		},
 		"KubernetesNoNamespace": {
 			reason: "Without a target namespace in the input the proxy runs in one named like the claim's namespace, with a warning.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes"}`),
 				Observed:          &fnv1.State{Composite: xr("")},
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", `"namespace": "team-a", "replicas": 1`, "")),
 					Ready:    fnv1.Ready_READY_FALSE,
 				}},
-			}, warning(`the function input has no kubernetes.namespace: the proxy runs in namespace "team-a" of the target cluster, named like the claim's`))},
+			}, warning(`the function input has no kubernetes.namespace: the proxy runs in namespace "team-a" of the target cluster, named like the claim's`)),
 		},
 		"RotationFromClaim": {
 			reason: "The credentials-rotation annotation Crossplane copies from the claim to the XR goes on the composed resource, whose generated password it rotates.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes", "kubernetes": {"namespace": "egress"}}`),
 				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(strings.Replace(fmt.Sprintf(xrJSON, "small"),
 					`"metadata": {`, `"metadata": {"annotations": {"egressproxy.io/credentials-rotation": "2026-12-05", "other": "x"}, `, 1))}},
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
 					Resource: resource.MustStructJSON(strings.Replace(mrJSON("KubernetesProxy", "kubernetes.m.egressproxy.io", `"namespace": "egress", "replicas": 1`, ""),
 						`"metadata": {`, `"metadata": {"annotations": {"egressproxy.io/credentials-rotation": "2026-12-05"}, `, 1)),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			})},
+			}),
 		},
 		"GCPLarge": {
 			reason: "A large gcp proxy gets the built-in large machine type and the input's zone, image and network; an input section for another backend is ignored with a warning.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "gcp",
 					"gcp": {"zone": "europe-west1-b", "image": "projects/debian-cloud/global/images/family/debian-12", "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]},
 					"kvm": {"baseImageVolume": "debian-12.qcow2"}}`),
 				Observed: &fnv1.State{Composite: xr("large")},
-			}},
-			want: want{rsp: onConfig(composedRsp(&fnv1.State{
+			},
+			want: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "gcp"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"gcp-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("GCPProxy", "gcp.m.egressproxy.io",
@@ -250,19 +263,19 @@ func TestRunFunction(t *testing.T) {
 						 "network": "egress", "subnetwork": "egress-ew1", "networkTags": ["egress"]`, "")),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			}, warning("the function input's kvm section is ignored: the backend is gcp")), "gcp", "default")},
+			}, warning("the function input's kvm section is ignored: the backend is gcp")), "gcp", "default"),
 		},
 		"KVMSmall": {
 			reason: "A small kvm proxy gets the input's small size and its pool, image, network and domain type.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
 					"kvm": {"pool": "vms", "baseImageVolume": "debian-12.qcow2", "network": {"bridge": "br0"}, "domainType": "qemu", "diskGiB": 4,
 					        "sizes": {"small": {"vcpus": 2, "memoryMiB": 768}}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: onConfig(composedRsp(&fnv1.State{
+			},
+			want: onConfig(composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kvm"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kvm-proxy": {
 					Resource: resource.MustStructJSON(mrJSON("KVMProxy", "kvm.m.egressproxy.io",
@@ -270,31 +283,20 @@ func TestRunFunction(t *testing.T) {
 						 "network": {"bridge": "br0"}, "domainType": "qemu"`, "")),
 					Ready: fnv1.Ready_READY_FALSE,
 				}},
-			}), "kvm", "default")},
+			}), "kvm", "default"),
 		},
 		"KVMBadNetwork": {
 			reason: "A kvm network with both a name and a bridge is a fatal result.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kvm",
 					"kvm": {"baseImageVolume": "debian-12.qcow2", "network": {"name": "default", "bridge": "br0"}}}`),
 				Observed: &fnv1.State{Composite: xr("small")},
-			}},
-			want: want{rsp: claimFatal("the function input's kvm.network must set exactly one of name and bridge")},
+			},
+			want: claimFatal("the function input's kvm.network must set exactly one of name and bridge"),
 		},
 	}
 
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := NewFunction(logging.NewNopLogger())
-			got, err := f.RunFunction(context.Background(), tc.args.req)
-			if diff := cmp.Diff(tc.want.rsp, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.want.err, err); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	runCases(t, cases)
 }

@@ -7,17 +7,14 @@ SPDX-License-Identifier: Apache-2.0
 package function
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
 
 	commonv1alpha1 "github.com/egressproxy/provider-egressproxy/apis/common/v1alpha1"
@@ -108,38 +105,26 @@ func TestRunFunctionGuardrails(t *testing.T) {
 	}
 	observedMR := fmt.Sprintf(observedMRJSON, readyTrue)
 
-	type args struct {
-		req *fnv1.RunFunctionRequest
-	}
-	type want struct {
-		rsp *fnv1.RunFunctionResponse
-		err error
-	}
-
-	cases := map[string]struct {
-		reason string
-		args   args
-		want   want
-	}{
+	cases := map[string]runCase{
 		"NewClaimBreaksGuardrails": {
 			reason: "A new claim that breaks the guardrails gets nothing composed, is not ready, and says why on the claim.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				Input:             guarded,
 				Observed:          &fnv1.State{Composite: xr("small")},
 				RequiredResources: claimed(),
-			}},
-			want: want{rsp: forbidden(&fnv1.State{
+			},
+			want: forbidden(&fnv1.State{
 				Composite: &fnv1.Resource{
 					Resource:          resource.MustStructJSON(`{"status": {"backend": "kubernetes"}}`),
 					ConnectionDetails: map[string][]byte{},
 					Ready:             fnv1.Ready_READY_FALSE,
 				},
-			})},
+			}),
 		},
 		"ChangedClaimBreaksGuardrails": {
 			reason: "A claim changed to break the guardrails keeps its managed resource as observed, neither deleted nor changed, and its status and connection details.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:  &fnv1.RequestMeta{Tag: "t"},
 				Input: guarded,
 				Observed: &fnv1.State{
@@ -150,8 +135,8 @@ func TestRunFunctionGuardrails(t *testing.T) {
 					}},
 				},
 				RequiredResources: claimed(),
-			}},
-			want: want{rsp: forbidden(&fnv1.State{
+			},
+			want: forbidden(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes", "endpoint": "10.96.0.10:3128", "egressIP": "203.0.113.7", "instanceID": "egress/web-x7k2p"}`,
 					map[string][]byte{"endpoint": []byte("10.96.0.10:3128")}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": {
@@ -160,31 +145,20 @@ func TestRunFunctionGuardrails(t *testing.T) {
 						"spec": {"forProvider": {"namespace": "egress", "allowedClientCIDRs": ["10.0.0.0/8"]}}}`),
 					Ready: fnv1.Ready_READY_TRUE,
 				}},
-			})},
+			}),
 		},
 		"InvalidGuardrails": {
 			reason: "Guardrails the function cannot read are a fatal result: Crossplane changes nothing.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta: &fnv1.RequestMeta{Tag: "t"},
 				Input: resource.MustStructJSON(`{"apiVersion": "egressproxy.fn.egressproxy.io/v1alpha1", "kind": "Input", "backend": "kubernetes",
 					"guardrails": {"forbiddenDestinationCIDRs": ["169.254.0.0"]}}`),
 				Observed:          &fnv1.State{Composite: xr("small")},
 				RequiredResources: claimed(),
-			}},
-			want: want{rsp: claimFatal(errGuardrails + `: guardrails.forbiddenDestinationCIDRs[0] "169.254.0.0" is not a CIDR`)},
+			},
+			want: claimFatal(errGuardrails + `: guardrails.forbiddenDestinationCIDRs[0] "169.254.0.0" is not a CIDR`),
 		},
 	}
 
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := NewFunction(logging.NewNopLogger())
-			got, err := f.RunFunction(context.Background(), tc.args.req)
-			if diff := cmp.Diff(tc.want.rsp, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.want.err, err); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	runCases(t, cases)
 }

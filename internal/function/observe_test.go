@@ -7,15 +7,11 @@ SPDX-License-Identifier: Apache-2.0
 package function
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/testing/protocmp"
 )
 
 const (
@@ -43,22 +39,10 @@ func TestRunFunctionObserved(t *testing.T) {
 		}
 	}
 
-	type args struct {
-		req *fnv1.RunFunctionRequest
-	}
-	type want struct {
-		rsp *fnv1.RunFunctionResponse
-		err error
-	}
-
-	cases := map[string]struct {
-		reason string
-		args   args
-		want   want
-	}{
+	cases := map[string]runCase{
 		"ObservedReady": {
 			reason: "A ready managed resource makes the desired one ready, and its status and connection details become the XR's.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(kubernetesInput),
@@ -69,15 +53,15 @@ func TestRunFunctionObserved(t *testing.T) {
 						ConnectionDetails: conn,
 					}},
 				},
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes", "endpoint": "10.96.0.10:3128", "egressIP": "203.0.113.7", "instanceID": "egress/web-x7k2p"}`, conn),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": kubernetesMR(fnv1.Ready_READY_TRUE)},
-			})},
+			}),
 		},
 		"ObservedNotSynced": {
 			reason: "A managed resource that cannot be synced stays unready, and the claim gets a warning saying why.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(kubernetesInput),
@@ -87,15 +71,15 @@ func TestRunFunctionObserved(t *testing.T) {
 						Resource: resource.MustStructJSON(fmt.Sprintf(observedMRJSON, readyFalse+","+syncedFalse)),
 					}},
 				},
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"backend": "kubernetes", "endpoint": "10.96.0.10:3128", "egressIP": "203.0.113.7", "instanceID": "egress/web-x7k2p"}`, map[string][]byte{}),
 				Resources: map[string]*fnv1.Resource{"kubernetes-proxy": kubernetesMR(fnv1.Ready_READY_FALSE)},
-			}, warning("KubernetesProxy team-a/web-x7k2p-0123456789ab cannot be synced: ReconcileError: cannot create Deployment: forbidden"))},
+			}, warning("KubernetesProxy team-a/web-x7k2p-0123456789ab cannot be synced: ReconcileError: cannot create Deployment: forbidden")),
 		},
 		"KeepsEarlierSteps": {
 			reason: "What earlier pipeline steps desired, composed resources, XR fields and connection details, is kept.",
-			args: args{req: &fnv1.RunFunctionRequest{
+			req: &fnv1.RunFunctionRequest{
 				Meta:              &fnv1.RequestMeta{Tag: "t"},
 				RequiredResources: claimed(),
 				Input:             resource.MustStructJSON(kubernetesInput),
@@ -110,8 +94,8 @@ func TestRunFunctionObserved(t *testing.T) {
 						Ready:    fnv1.Ready_READY_TRUE,
 					}},
 				},
-			}},
-			want: want{rsp: composedRsp(&fnv1.State{
+			},
+			want: composedRsp(&fnv1.State{
 				Composite: desiredXR(`{"team": "a", "backend": "kubernetes"}`, map[string][]byte{"ca": []byte("pem")}),
 				Resources: map[string]*fnv1.Resource{
 					"policy": {
@@ -120,20 +104,9 @@ func TestRunFunctionObserved(t *testing.T) {
 					},
 					"kubernetes-proxy": kubernetesMR(fnv1.Ready_READY_FALSE),
 				},
-			})},
+			}),
 		},
 	}
 
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := NewFunction(logging.NewNopLogger())
-			got, err := f.RunFunction(context.Background(), tc.args.req)
-			if diff := cmp.Diff(tc.want.rsp, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.want.err, err); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	runCases(t, cases)
 }

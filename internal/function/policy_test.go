@@ -7,14 +7,10 @@ SPDX-License-Identifier: Apache-2.0
 package function
 
 import (
-	"context"
 	"testing"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
 )
 
@@ -89,11 +85,7 @@ func TestRunFunctionConfigPolicy(t *testing.T) {
 		}), "kvm", "lab")
 	}
 
-	cases := map[string]struct {
-		reason string
-		req    *fnv1.RunFunctionRequest
-		want   *fnv1.RunFunctionResponse
-	}{
+	cases := map[string]runCase{
 		"KVMBridgeRefused": {
 			reason: "A claim whose Composition puts the VM on a bridge the config's spec.policy.kvm.bridges does not list is refused with the provider's message.",
 			req:    withConfig(kvmInput("br-mgmt"), kvmLab),
@@ -122,15 +114,5 @@ func TestRunFunctionConfigPolicy(t *testing.T) {
 				`spec.forProvider.allowedConnectPorts[0] 443 is not in ClusterProviderConfig "default" spec.policy.allowedConnectPorts [8443]`),
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := NewFunction(logging.NewNopLogger()).RunFunction(context.Background(), tc.req)
-			if err != nil {
-				t.Fatalf("%s\nf.RunFunction(...): %v", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	runCases(t, cases)
 }

@@ -113,16 +113,7 @@ func (s *Server) addressByIP(project, region, ip string) (key, bool) {
 
 func (s *Server) getAddress(r *http.Request) (proto.Message, error) {
 	k, e := s.addressKey(r)
-	if e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st.addresses[k] == nil {
-		return nil, errNotFound(k.path("addresses"))
-	}
-	s.observeTarget(k.link("addresses"))
-	return proto.CloneOf(s.st.addresses[k]), nil
+	return getStored(s, s.st.addresses, "addresses", k, e)
 }
 
 func (s *Server) deleteAddress(r *http.Request) (proto.Message, error) {
@@ -207,17 +198,7 @@ func (s *Server) listAddresses(r *http.Request) (proto.Message, error) {
 		return nil, e
 	}
 	s.mu.Lock()
-	keys := make([]key, 0, len(s.st.addresses))
-	for k := range s.st.addresses {
-		if k.project == project && k.scope == "regions/"+region {
-			keys = append(keys, k)
-		}
-	}
-	sortKeys(keys)
-	items := make([]*computepb.Address, 0, len(keys))
-	for _, k := range keys {
-		items = append(items, proto.CloneOf(s.st.addresses[k]))
-	}
+	items := snapshot(s.st.addresses, func(k key) bool { return k.project == project && k.scope == "regions/"+region }, stored[*computepb.Address])
 	s.mu.Unlock()
 	page, next, e := filterAndPage(items, q)
 	if e != nil {

@@ -110,16 +110,7 @@ func mergeTopLevel(cur, patch *computepb.Firewall, raw []byte) (*computepb.Firew
 
 func (s *Server) getFirewall(r *http.Request) (proto.Message, error) {
 	k, e := s.firewallKey(r)
-	if e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st.firewalls[k] == nil {
-		return nil, errNotFound(k.path("firewalls"))
-	}
-	s.observeTarget(k.link("firewalls"))
-	return proto.CloneOf(s.st.firewalls[k]), nil
+	return getStored(s, s.st.firewalls, "firewalls", k, e)
 }
 
 func (s *Server) deleteFirewall(r *http.Request) (proto.Message, error) {
@@ -154,17 +145,7 @@ func (s *Server) listFirewalls(r *http.Request) (proto.Message, error) {
 		return nil, e
 	}
 	s.mu.Lock()
-	keys := make([]key, 0, len(s.st.firewalls))
-	for k := range s.st.firewalls {
-		if k.project == project {
-			keys = append(keys, k)
-		}
-	}
-	sortKeys(keys)
-	items := make([]*computepb.Firewall, 0, len(keys))
-	for _, k := range keys {
-		items = append(items, proto.CloneOf(s.st.firewalls[k]))
-	}
+	items := snapshot(s.st.firewalls, func(k key) bool { return k.project == project }, stored[*computepb.Firewall])
 	s.mu.Unlock()
 	page, next, e := filterAndPage(items, q)
 	if e != nil {

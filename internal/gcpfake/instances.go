@@ -130,10 +130,6 @@ func (s *Server) startInstance(r *http.Request) (proto.Message, error) {
 // visible at once (a new fingerprint, and the guest's metadata server wakes
 // its wait_for_change callers); the zone operation completes as others do.
 func (s *Server) setMetadata(r *http.Request) (proto.Message, error) {
-	k, e := s.instanceKey(r)
-	if e != nil {
-		return nil, e
-	}
 	in := &computepb.Metadata{}
 	if e := readBody(r, in); e != nil {
 		return nil, e
@@ -141,30 +137,18 @@ func (s *Server) setMetadata(r *http.Request) (proto.Message, error) {
 	if e := s.checkMetadata("resource", in); e != nil {
 		return nil, e
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if op, e := s.replay(k.project, r); e != nil || op != nil {
-		return opOrError(op, e)
+	check := func(rec *instanceRec) *apiError {
+		if in.Fingerprint == nil || in.GetFingerprint() != rec.inst.GetMetadata().GetFingerprint() {
+			return errMetadataFingerprint()
+		}
+		return nil
 	}
-	rec := s.st.instances[k]
-	if rec == nil {
-		return nil, errNotFound(k.path("instances"))
-	}
-	if rec.busy != "" {
-		return nil, errNotReady(k.path("instances"))
-	}
-	if in.Fingerprint == nil || in.GetFingerprint() != rec.inst.GetMetadata().GetFingerprint() {
-		return nil, errMetadataFingerprint()
-	}
-	op := s.newOp(k.project, k.scope, "setMetadata", k.link("instances"), rec.inst.GetId())
-	if op.fail = s.faults.takeOpFault(CallInstancesSetMetadata, r, k); op.fail == nil {
+	return s.instanceAction(r, "setMetadata", CallInstancesSetMetadata, check, func(_ key, rec *instanceRec, _ *opRec) {
 		md := &computepb.Metadata{Kind: proto.String("compute#metadata"), Items: in.GetItems()}
 		md.Fingerprint = proto.String(metadataFingerprint(md))
 		rec.inst.Metadata = md
 		rec.notify()
-	}
-	s.startOp(op)
-	return s.remember(r, op), nil
+	})
 }
 
 // setInstanceLabels replaces the labels of an instance, as
@@ -220,8 +204,8 @@ func (s *Server) setTags(r *http.Request) (proto.Message, error) {
 	})
 }
 
-// instanceAction runs the common part of delete, stop, start, setLabels
-// and setTags: replay, lookup, the busy check, the call's own precondition
+// instanceAction runs the common part of delete, stop, start, setLabels,
+// setTags and setMetadata: replay, lookup, the busy check, the call's own precondition
 // (check, when not nil: a fingerprint), injected operation faults; then
 // apply changes the instance and arranges what happens when the operation
 // completes.
@@ -292,18 +276,7 @@ func (s *Server) listInstances(r *http.Request) (proto.Message, error) {
 // instancesIn returns clones of the project's instances in scopes keep
 // accepts, sorted by zone and name. The caller holds s.mu.
 func (s *Server) instancesIn(project string, keep func(key) bool) []*computepb.Instance {
-	keys := make([]key, 0, len(s.st.instances))
-	for k := range s.st.instances {
-		if k.project == project && keep(k) {
-			keys = append(keys, k)
-		}
-	}
-	sortKeys(keys)
-	out := make([]*computepb.Instance, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, proto.CloneOf(s.st.instances[k].inst))
-	}
-	return out
+	return snapshot(s.st.instances, func(k key) bool { return k.project == project && keep(k) }, instanceOf)
 }
 
 func (s *Server) instanceKey(r *http.Request) (key, *apiError) {

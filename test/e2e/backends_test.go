@@ -76,7 +76,8 @@ type failureCase struct {
 	// setup breaks the backend (or applies a Composition that does) and
 	// returns the labels the failing claim selects its Composition by.
 	setup func(ctx context.Context) map[string]string
-	// cleanup undoes setup; it runs before the failing claim is deleted.
+	// cleanup, if not nil, undoes setup; it runs before the failing claim
+	// is deleted.
 	cleanup func(ctx context.Context)
 	// message matches the managed resource's Synced or Ready message.
 	message OmegaMatcher
@@ -295,7 +296,9 @@ func failingBackend(ctx context.Context, bc backendCase, ns string) {
 	// Cleanups run last in, first out: the failure is undone before the
 	// claim is deleted, so that its managed resource can delete what it
 	// holds (the provider must reach the backend to delete it).
-	DeferCleanup(bc.failure.cleanup)
+	if bc.failure.cleanup != nil {
+		DeferCleanup(bc.failure.cleanup)
+	}
 	timed(string(bc.backend)+": failure visible on the claim and in trace", func() {
 		Expect(env.c.Client.Create(ctx, claim)).To(Succeed())
 		var mrName string

@@ -27,7 +27,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/node"
 )
 
@@ -38,14 +37,7 @@ import (
 var _ = Describe("The control plane", Label("kubernetes", "controlplane"), func() {
 	const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-	BeforeEach(func() {
-		if env.c.Node == nil {
-			if testenv.InCI() {
-				Fail("CI=true but no real node runs here: " + env.c.NoRealNode)
-			}
-			Skip("no real node here: " + env.c.NoRealNode)
-		}
-	})
+	BeforeEach(skipWithoutNode)
 
 	It("is reached from the pod network at the kubernetes Service's names, with the cluster's CA", func(ctx SpecContext) {
 		addr := net.JoinHostPort(node.BridgeIP, strconv.Itoa(node.APIServerPort))

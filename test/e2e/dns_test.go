@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/egressproxy/provider-egressproxy/internal/testenv"
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
@@ -23,14 +22,7 @@ import (
 // DNS (CoreDNS, a pod itself) and kube-proxy carries their connections to a
 // Service's cluster IP; nothing outside the cluster resolves.
 var _ = Describe("Cluster DNS and Services", Label("kubernetes", "dns"), func() {
-	BeforeEach(func() {
-		if env.c.Node == nil {
-			if testenv.InCI() {
-				Fail("CI=true but no real node runs here: " + env.c.NoRealNode)
-			}
-			Skip("no real node here: " + env.c.NoRealNode)
-		}
-	})
+	BeforeEach(skipWithoutNode)
 
 	It("resolves a Service's name in a pod, reaches it through kube-proxy, and forwards no lookup", func(ctx SpecContext) {
 		svc := &corev1.Service{}

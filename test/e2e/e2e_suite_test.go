@@ -226,6 +226,17 @@ func skipUnless(b cluster.Backend) {
 	}
 }
 
+// skipWithoutNode skips a spec that needs the real node where none runs,
+// or fails it when CI=true.
+func skipWithoutNode() {
+	if env.c.Node == nil {
+		if testenv.InCI() {
+			Fail("CI=true but no real node runs here: " + env.c.NoRealNode)
+		}
+		Skip("no real node here: " + env.c.NoRealNode)
+	}
+}
+
 func trim(s string, n int) string {
 	if len(s) <= n {
 		return s

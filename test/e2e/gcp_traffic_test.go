@@ -10,10 +10,6 @@ import (
 	"context"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers too.
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/egressproxy/provider-egressproxy/internal/testenv/cluster"
 )
 
@@ -52,49 +48,8 @@ var gcpTraffic = &trafficCase{
 	readyTimeout:  gcpReadyTimeout,
 }
 
-// trafficGCPComposition is the shipped gcp Composition without the
-// guardrails that forbid private destinations, so that a claim can allow
-// one and see squid refuse it (denyPrivateDestinations).
-const trafficGCPComposition = `
-apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-gcp-e2e-traffic
-  labels:
-    egressproxy.io/e2e: gcp-traffic
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  writeConnectionSecretsToNamespace: crossplane-system
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: egressproxy-function-egressproxy
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: gcp
-      providerConfigRef:
-        kind: ClusterProviderConfig
-        name: default
-      gcp:
-        zone: europe-west1-b
-        image: projects/debian-cloud/global/images/family/debian-12
-        network: default
-        machineTypes:
-          small: e2-small
-          medium: e2-medium
-          large: e2-standard-2
-`
-
+// applyTrafficGCPComposition applies the shipped gcp Composition without
+// guardrails (applyComposition).
 func applyTrafficGCPComposition(ctx context.Context) map[string]string {
-	Expect(env.c.ApplyYAML(ctx, "gcp traffic composition", []byte(trafficGCPComposition))).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
-		objs, err := cluster.Decode("gcp traffic composition", []byte(trafficGCPComposition))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
-	})
-	return map[string]string{labelE2E: "gcp-traffic"}
+	return applyComposition(ctx, cluster.BackendGCP, "gcp-traffic", nil)
 }

@@ -23,36 +23,6 @@ import (
 // teamAConfig is a namespaced ProviderConfig of team-a.
 const teamAConfig = "team-a-cluster"
 
-// namespacedConfigComposition composes kubernetes proxies with the
-// namespaced ProviderConfig teamAConfig, which resolves in the claim's
-// namespace: only team-a has one.
-const namespacedConfigComposition = `
-apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-kubernetes-e2e-team-a-config
-  labels:
-    egressproxy.io/e2e: team-a-config
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: egressproxy-function-egressproxy
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: kubernetes
-      providerConfigRef:
-        kind: ProviderConfig
-        name: ` + teamAConfig + `
-      kubernetes:
-        namespace: ` + cluster.ProxyNamespace + `
-`
-
 var _ = Describe("Tenancy", Label("tenancy"), func() {
 	It("keeps a namespaced ProviderConfig to its own namespace: a claim in team-b cannot use team-a's", func(ctx SpecContext) {
 		timed("tenancy: team-b claim refused team-a's ProviderConfig", func() {
@@ -60,12 +30,13 @@ var _ = Describe("Tenancy", Label("tenancy"), func() {
 				ensureNamespace(ctx, ns)
 			}
 			teamAProviderConfig(ctx)
-			Expect(env.c.ApplyYAML(ctx, "composition", []byte(namespacedConfigComposition))).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) {
-				objs, _ := cluster.Decode("composition", []byte(namespacedConfigComposition))
-				Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+			// Kubernetes proxies with the namespaced ProviderConfig
+			// teamAConfig, which resolves in the claim's namespace: only
+			// team-a has one.
+			labels := applyComposition(ctx, cluster.BackendKubernetes, "team-a-config", func(input map[string]any) {
+				input["providerConfigRef"] = map[string]any{"kind": "ProviderConfig", "name": teamAConfig}
 			})
-			claim := newClaim("team-b", "borrows-team-a-config", map[string]string{labelE2E: "team-a-config"})
+			claim := newClaim("team-b", "borrows-team-a-config", labels)
 			Expect(env.c.Client.Create(ctx, claim)).To(Succeed())
 			DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, claim) })
 

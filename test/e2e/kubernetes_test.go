@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best dot-imported.
@@ -60,7 +59,7 @@ var _ = describeBackend(backendCase{
 	failure: failureCase{
 		what:    "the target cluster refuses its ProviderConfig's token",
 		setup:   applyBrokenKubernetesComposition,
-		cleanup: deleteBrokenKubernetesComposition,
+		cleanup: healBrokenKubernetesConfig,
 		message: ContainSubstring("the target cluster rejected the provider config's credentials"),
 	},
 })
@@ -101,36 +100,6 @@ func kubernetesInstance(ctx context.Context, g Gomega, mr *unstructured.Unstruct
 	return instanceIdentity{ID: string(dep.UID), CreatedAt: dep.CreationTimestamp.UTC().String()}
 }
 
-// brokenKubernetesComposition is the shipped kubernetes Composition with
-// brokenKubernetesConfig as its provider config. It has no backend label, so
-// only a claim that selects labelE2E gets it.
-const brokenKubernetesComposition = `
-apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-kubernetes-e2e-broken
-  labels:
-    egressproxy.io/e2e: kubernetes-broken
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: egressproxy-function-egressproxy
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: kubernetes
-      providerConfigRef:
-        kind: ClusterProviderConfig
-        name: ` + brokenKubernetesConfig + `
-      kubernetes:
-        namespace: ` + cluster.ProxyNamespace + `
-`
-
 // brokenKubernetesSecret returns the Secret of brokenKubernetesConfig: this
 // control plane's kubeconfig, with a token the cluster does not know unless
 // good.
@@ -168,15 +137,15 @@ func applyBrokenKubernetesComposition(ctx context.Context) map[string]string {
 	})
 	Expect(env.c.Client.Create(ctx, pc)).To(Succeed(), "broken config")
 	DeferCleanup(func(ctx SpecContext) { deleteAndWait(ctx, pc) })
-	Expect(env.c.ApplyYAML(ctx, "broken composition", []byte(brokenKubernetesComposition))).To(Succeed())
-	return map[string]string{labelE2E: "kubernetes-broken"}
+	return applyComposition(ctx, cluster.BackendKubernetes, "kubernetes-broken", func(input map[string]any) {
+		input["providerConfigRef"] = map[string]any{"kind": "ClusterProviderConfig", "name": brokenKubernetesConfig}
+	})
 }
 
-// deleteBrokenKubernetesComposition deletes the Composition and gives the
-// broken config's Secret this cluster's own kubeconfig, so that the failing
-// claim's managed resource can be deleted: the provider must observe it to
-// delete it.
-func deleteBrokenKubernetesComposition(ctx context.Context) {
+// healBrokenKubernetesConfig gives the broken config's Secret this cluster's
+// own kubeconfig, so that the failing claim's managed resource can be
+// deleted: the provider must observe it to delete it.
+func healBrokenKubernetesConfig(ctx context.Context) {
 	s := &corev1.Secret{}
 	err := env.c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.CrossplaneNamespace, Name: brokenKubernetesConfig}, s)
 	if err == nil {
@@ -184,51 +153,13 @@ func deleteBrokenKubernetesComposition(ctx context.Context) {
 		err = env.c.Client.Update(ctx, s)
 	}
 	Expect(client.IgnoreNotFound(err)).To(Succeed(), "healing the broken config's Secret")
-	objs, err := cluster.Decode("broken composition", []byte(brokenKubernetesComposition))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
 }
 
-// trafficKubernetesComposition is the shipped kubernetes Composition with the
-// real node's squid image and without the guardrails that forbid private
-// destinations, so that a claim can allow one and see squid refuse it
-// (denyPrivateDestinations).
-const trafficKubernetesComposition = `
-apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-kubernetes-e2e-traffic
-  labels:
-    egressproxy.io/e2e: kubernetes-traffic
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  writeConnectionSecretsToNamespace: crossplane-system
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: egressproxy-function-egressproxy
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: kubernetes
-      providerConfigRef:
-        kind: ClusterProviderConfig
-        name: default
-      kubernetes:
-        namespace: ` + cluster.ProxyNamespace + `
-        image: %s
-`
-
+// applyTrafficKubernetesComposition applies the shipped kubernetes
+// Composition with the real node's squid image and without guardrails
+// (applyComposition).
 func applyTrafficKubernetesComposition(ctx context.Context) map[string]string {
-	y := fmt.Sprintf(trafficKubernetesComposition, env.c.SquidImage)
-	Expect(env.c.ApplyYAML(ctx, "traffic composition", []byte(y))).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
-		objs, err := cluster.Decode("traffic composition", []byte(y))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+	return applyComposition(ctx, cluster.BackendKubernetes, "kubernetes-traffic", func(input map[string]any) {
+		input["kubernetes"].(map[string]any)["image"] = env.c.SquidImage //nolint:forcetypeassert // The shipped input has the section.
 	})
-	return map[string]string{labelE2E: "kubernetes-traffic"}
 }

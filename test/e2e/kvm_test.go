@@ -58,7 +58,6 @@ var _ = describeBackend(backendCase{
 	failure: failureCase{
 		what:    "its base image volume is missing",
 		setup:   applyMissingImageComposition,
-		cleanup: deleteMissingImageComposition,
 		message: ContainSubstring("no-such-image.qcow2"),
 	},
 })
@@ -187,50 +186,13 @@ func dialLibvirt(g Gomega, uri string) *golibvirt.Libvirt {
 	return l
 }
 
-// missingImageComposition is the sandbox's kvm Composition with a base
-// image volume that does not exist.
-const missingImageComposition = `
-apiVersion: apiextensions.crossplane.io/v1
-kind: Composition
-metadata:
-  name: xegressproxies-kvm-e2e-missing-image
-  labels:
-    egressproxy.io/e2e: kvm-missing-image
-spec:
-  compositeTypeRef:
-    apiVersion: egressproxy.io/v1alpha1
-    kind: XEgressProxy
-  mode: Pipeline
-  pipeline:
-  - step: compose-proxy
-    functionRef:
-      name: egressproxy-function-egressproxy
-    input:
-      apiVersion: egressproxy.fn.egressproxy.io/v1alpha1
-      kind: Input
-      backend: kvm
-      providerConfigRef:
-        kind: ClusterProviderConfig
-        name: default
-      kvm:
-        pool: default
-        baseImageVolume: no-such-image.qcow2
-        network:
-          name: default
-        domainType: qemu
-        sizes:
-          small: {vcpus: 1, memoryMiB: 256}
-`
-
+// applyMissingImageComposition applies the shipped kvm Composition with a
+// base image volume that does not exist (applyComposition).
 func applyMissingImageComposition(ctx context.Context) map[string]string {
-	Expect(env.c.ApplyYAML(ctx, "composition", []byte(missingImageComposition))).To(Succeed())
-	return map[string]string{labelE2E: "kvm-missing-image"}
-}
-
-func deleteMissingImageComposition(ctx context.Context) {
-	objs, err := cluster.Decode("composition", []byte(missingImageComposition))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(client.IgnoreNotFound(env.c.Client.Delete(ctx, objs[0]))).To(Succeed())
+	return applyComposition(ctx, cluster.BackendKVM, "kvm-missing-image", func(input map[string]any) {
+		kvm := input["kvm"].(map[string]any) //nolint:forcetypeassert // The shipped input has the section.
+		kvm["baseImageVolume"], kvm["domainType"] = "no-such-image.qcow2", "qemu"
+	})
 }
 
 // applyTrafficKVMComposition applies the sandbox's kvm Composition without

@@ -31,14 +31,7 @@ import (
 // configures it (certs.d/HOST/hosts.toml naming the CA), and refuses a
 // registry whose CA it was not told to trust.
 var _ = Describe("The node's containerd", Label("kubernetes", "registry"), func() {
-	BeforeEach(func() {
-		if env.c.Node == nil {
-			if testenv.InCI() {
-				Fail("CI=true but no real node runs here: " + env.c.NoRealNode)
-			}
-			Skip("no real node here: " + env.c.NoRealNode)
-		}
-	})
+	BeforeEach(skipWithoutNode)
 
 	It("pulls from a registry whose CA it trusts through certs.d, and from no other", func(ctx SpecContext) {
 		ns := "registry-e2e"

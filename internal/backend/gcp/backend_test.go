@@ -323,13 +323,7 @@ func TestForeignParts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				op, err := rawFirewalls(t, e.fake).Insert(ctx(t), &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: fw})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := op.Wait(ctx(t)); err != nil {
-					t.Fatal(err)
-				}
+				waited(t)(rawFirewalls(t, e.fake).Insert(ctx(t), &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: fw}))
 			},
 			msg: "firewall rule " + testName + " already exists but its description does not name this resource",
 		},

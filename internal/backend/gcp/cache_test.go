@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -138,37 +137,13 @@ func TestListedDriftRepaired(t *testing.T) {
 	}{
 		"FirewallOpened": {
 			reason: "A firewall rule opened to everyone is seen at the next list and patched back.",
-			drift: func(t *testing.T, e *env) {
-				op, err := rawFirewalls(t, e.fake).Patch(ctx(t), &computepb.PatchFirewallRequest{
-					Project: testProject, Firewall: testName,
-					FirewallResource: &computepb.Firewall{SourceRanges: []string{"0.0.0.0/0"}},
-				})
-				if err == nil {
-					err = op.Wait(ctx(t))
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			},
-			diff: "firewall source ranges are [0.0.0.0/0]",
+			drift:  openFirewall,
+			diff:   "firewall source ranges are [0.0.0.0/0]",
 		},
 		"InstanceDeleted": {
 			reason: "An instance deleted behind the provider's back is missing from the next list, and a GET confirms it.",
-			drift: func(t *testing.T, e *env) {
-				c, err := compute.NewInstancesRESTClient(t.Context(), e.fake.ClientOptions()...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close() //nolint:errcheck // Best effort.
-				op, err := c.Delete(ctx(t), &computepb.DeleteInstanceRequest{Project: testProject, Zone: testZone, Instance: testName})
-				if err == nil {
-					err = op.Wait(ctx(t))
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			},
-			diff: "the instance is missing",
+			drift:  deleteInstance,
+			diff:   "the instance is missing",
 		},
 	}
 	for name, tc := range cases {

@@ -213,19 +213,50 @@ func rawFirewalls(t *testing.T, f *gcpfake.Server) *compute.FirewallsClient {
 	return c
 }
 
+// waited returns a function that fails t unless a call that started an
+// operation, and the operation, succeeded: waited(t)(client.Insert(...)).
+func waited(t *testing.T) func(*compute.Operation, error) {
+	return func(op *compute.Operation, err error) {
+		t.Helper()
+		if err == nil {
+			err = op.Wait(ctx(t))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Drifts of the proxy's parts, made behind the backend's back.
+
+// openFirewall opens the proxy's firewall rule to everyone.
+func openFirewall(t *testing.T, e *env) {
+	t.Helper()
+	waited(t)(rawFirewalls(t, e.fake).Patch(ctx(t), &computepb.PatchFirewallRequest{
+		Project: testProject, Firewall: testName,
+		FirewallResource: &computepb.Firewall{SourceRanges: []string{"0.0.0.0/0"}},
+	}))
+}
+
+// deleteFirewall deletes the proxy's firewall rule.
+func deleteFirewall(t *testing.T, e *env) {
+	t.Helper()
+	waited(t)(rawFirewalls(t, e.fake).Delete(ctx(t), &computepb.DeleteFirewallRequest{Project: testProject, Firewall: testName}))
+}
+
+// deleteInstance deletes the proxy's instance.
+func deleteInstance(t *testing.T, e *env) {
+	t.Helper()
+	waited(t)(rawInstances(t, e.fake).Delete(ctx(t), &computepb.DeleteInstanceRequest{Project: testProject, Zone: testZone, Instance: testName}))
+}
+
 // reserve reserves an address with the given labels, as someone else would.
 func reserve(t *testing.T, f *gcpfake.Server, name string, labels map[string]string) string {
 	t.Helper()
-	op, err := rawAddresses(t, f).Insert(ctx(t), &computepb.InsertAddressRequest{
+	waited(t)(rawAddresses(t, f).Insert(ctx(t), &computepb.InsertAddressRequest{
 		Project: testProject, Region: testRegion,
 		AddressResource: &computepb.Address{Name: proto.String(name), Labels: labels},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Wait(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	for _, a := range f.Addresses() {
 		if a.GetName() == name {
 			return a.GetAddress()

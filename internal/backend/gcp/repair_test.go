@@ -47,32 +47,13 @@ func TestRepairDrift(t *testing.T) {
 	}{
 		"FirewallOpened": {
 			reason: "A firewall rule opened to everyone is patched back to the allowed clients.",
-			drift: func(t *testing.T, e *env) {
-				op, err := rawFirewalls(t, e.fake).Patch(ctx(t), &computepb.PatchFirewallRequest{
-					Project: testProject, Firewall: testName,
-					FirewallResource: &computepb.Firewall{SourceRanges: []string{"0.0.0.0/0"}},
-				})
-				if err == nil {
-					err = op.Wait(ctx(t))
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			},
-			diff: "firewall source ranges are [0.0.0.0/0]",
+			drift:  openFirewall,
+			diff:   "firewall source ranges are [0.0.0.0/0]",
 		},
 		"FirewallDeleted": {
 			reason: "A deleted firewall rule is inserted again.",
-			drift: func(t *testing.T, e *env) {
-				op, err := rawFirewalls(t, e.fake).Delete(ctx(t), &computepb.DeleteFirewallRequest{Project: testProject, Firewall: testName})
-				if err == nil {
-					err = op.Wait(ctx(t))
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			},
-			diff: "firewall rule " + testName + " is missing",
+			drift:  deleteFirewall,
+			diff:   "firewall rule " + testName + " is missing",
 		},
 	}
 	for name, tc := range cases {
@@ -200,16 +181,10 @@ func TestLabelsAndTagsApplyLive(t *testing.T) {
 			inst, _ := e.fake.Instance(testProject, testZone, testName)
 			google := inst.GetLabels()
 			google["goog-ops-agent-policy"] = "v2"
-			op, err := rawInstances(t, e.fake).SetLabels(ctx(t), &computepb.SetLabelsInstanceRequest{
+			waited(t)(rawInstances(t, e.fake).SetLabels(ctx(t), &computepb.SetLabelsInstanceRequest{
 				Project: testProject, Zone: testZone, Instance: testName,
 				InstancesSetLabelsRequestResource: &computepb.InstancesSetLabelsRequest{LabelFingerprint: inst.LabelFingerprint, Labels: google},
-			})
-			if err == nil {
-				err = op.Wait(ctx(t))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			}))
 			inst, _ = e.fake.Instance(testProject, testZone, testName)
 			tc.change(&d)
 			o, err := e.b.Observe(ctx(t), d)

@@ -74,6 +74,44 @@ func nicDomain(name, mac string) *libvirtxml.Domain {
 	}}
 }
 
+// A written is what the fake holds after a Create, Update or Delete, and
+// the class of the call's error.
+type written struct {
+	State state
+	Class backend.Class
+}
+
+// A writeCase is one Create, Update or Delete on a fake made by its
+// modifiers.
+type writeCase struct {
+	reason string
+	fake   []fakeModifier
+	d      Desired
+	want   written
+}
+
+// runWrites runs each case's call, which must leave the base image. The
+// seed's size depends on bcrypt's output: only its presence counts.
+func runWrites(t *testing.T, op string, call func(*Backend, Desired) error, cases map[string]writeCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(tc.fake...)
+			err := call(testBackend(f, nil), tc.d)
+			if f.pools[testPool][testBase] == nil {
+				t.Fatalf("%s\n%s(...) deleted the base image", tc.reason, op)
+			}
+			got := written{State: stateOf(f), Class: backend.ClassOf(err)}
+			if v, ok := got.State.Volumes[seedName(tc.d.Name)]; ok && v != 1234 {
+				got.State.Volumes[seedName(tc.d.Name)] = 0
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n%s(...): -want, +got:\n%s\nerror: %v", tc.reason, op, diff, err)
+			}
+		})
+	}
+}
+
 func TestCreate(t *testing.T) {
 	d := desired()
 	created := func(uploaded ...string) state {
@@ -83,38 +121,29 @@ func TestCreate(t *testing.T) {
 			Uploaded: uploaded,
 		}
 	}
-	type want struct {
-		State state
-		Class backend.Class
-	}
-	cases := map[string]struct {
-		reason string
-		fake   []fakeModifier
-		d      Desired
-		want   want
-	}{
+	cases := map[string]writeCase{
 		"Fresh": {
 			reason: "Create makes both volumes, uploads the seed, defines and starts the domain.",
 			d:      d,
-			want:   want{State: created(seedName(d.Name))},
+			want:   written{State: created(seedName(d.Name))},
 		},
 		"TestDriver": {
 			reason: "The test driver cannot upload, so the seed stays empty there.",
 			fake:   []fakeModifier{withDriver("TEST")},
 			d:      d,
-			want:   want{State: created()},
+			want:   written{State: created()},
 		},
 		"OwnDomainShutOff": {
 			reason: "A crash after defining: Create starts the domain it finds.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainShutoff, 0)),
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"UnownedVolumes": {
 			reason: "Volumes named like ours that no domain of ours claims are neither adopted nor deleted.",
 			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 1), withVolume(testPool, seedName(d.Name), 1234)},
 			d:      d,
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{},
+			want: written{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{},
 				Volumes: map[string]uint64{overlayName(d.Name): 1, seedName(d.Name): 1234}}},
 		},
 		"ClaimedVolumes": {
@@ -122,25 +151,25 @@ func TestCreate(t *testing.T) {
 			fake: []fakeModifier{withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0),
 				withVolume(testPool, overlayName(d.Name), 1), withVolume(testPool, seedName(d.Name), 1)},
 			d:    d,
-			want: want{State: created(seedName(d.Name))},
+			want: written{State: created(seedName(d.Name))},
 		},
 		"ExternalNameOfBaseImage": {
 			reason: "An external name other than the derived one is refused before anything is touched: with 'base' the overlay would be the base image.",
 			d:      desired(withName("base")),
-			want:   want{State: noParts(), Class: backend.ClassPermanent},
+			want:   written{State: noParts(), Class: backend.ClassPermanent},
 		},
 		"MACInUse": {
 			reason: "A MAC another domain already uses is refused before anything is made.",
 			fake:   []fakeModifier{withDomain(nicDomain("someone-elses-vm", strings.ToUpper(MACAddress(testUID))), golibvirt.DomainRunning, 1)},
 			d:      d,
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{"someone-elses-vm": golibvirt.DomainRunning},
+			want: written{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{"someone-elses-vm": golibvirt.DomainRunning},
 				Volumes: map[string]uint64{}}},
 		},
 		"OtherMACs": {
 			reason: "Other domains with other MACs are no conflict.",
 			fake:   []fakeModifier{withDomain(nicDomain("someone-elses-vm", "52:54:00:12:34:56"), golibvirt.DomainRunning, 1)},
 			d:      d,
-			want: want{State: func() state {
+			want: written{State: func() state {
 				s := created(seedName(d.Name))
 				s.Domains["someone-elses-vm"] = golibvirt.DomainRunning
 				return s
@@ -150,78 +179,62 @@ func TestCreate(t *testing.T) {
 			reason: "A domain of another provider instance is never adopted.",
 			fake:   []fakeModifier{withDomain(ourDomain(t, d, withMetaInstance("other")), golibvirt.DomainRunning, 1)},
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}, Class: backend.ClassPermanent},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}, Class: backend.ClassPermanent},
 		},
 		"DefineRaceOurs": {
 			reason: "A complete domain that appeared meanwhile and is ours is adopted and started.",
 			fake:   []fakeModifier{withDefineRace(ourDomain(t, d))},
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{}}},
 		},
 		"DefineRaceTheirs": {
 			reason: "A domain that appeared meanwhile and is not ours is Permanent, and nothing was made.",
 			fake:   []fakeModifier{withDefineRace(ourDomain(t, d, withMetaInstance("other")))},
 			d:      d,
-			want:   want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}},
+			want:   written{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}},
 		},
 		"NoPool": {
 			reason: "A missing pool is NotFound.",
 			d:      desired(withPool("nope")),
-			want:   want{State: noParts(), Class: backend.ClassNotFound},
+			want:   written{State: noParts(), Class: backend.ClassNotFound},
 		},
 		"NoBaseImage": {
 			reason: "A missing base image is NotFound, found before anything is made.",
 			d:      desired(func(d *Desired) { d.Params.BaseImageVolume = "nope" }),
-			want:   want{State: noParts(), Class: backend.ClassNotFound},
+			want:   written{State: noParts(), Class: backend.ClassNotFound},
 		},
 		"DiskTooSmall": {
 			reason: "A disk smaller than the base image is Permanent.",
 			fake:   []fakeModifier{withBaseCapacity(20 * gib)},
 			d:      d,
-			want:   want{State: noParts(), Class: backend.ClassPermanent},
+			want:   written{State: noParts(), Class: backend.ClassPermanent},
 		},
 		"PoolFull": {
 			reason: "A full pool is Quota; the claim stays for Update or Delete.",
 			fake:   []fakeModifier{withErr("StorageVolCreateXML", lvErr(golibvirt.ErrSystemError, "cannot allocate 2147483648 bytes in file: No space left on device"))},
 			d:      d,
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}, Class: backend.ClassQuota},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff}, Volumes: map[string]uint64{}}, Class: backend.ClassQuota},
 		},
 		"BadDomainXML": {
 			reason: "A domain libvirt refuses (67) is Permanent.",
 			fake:   []fakeModifier{withErr("DomainDefineXML", lvErr(golibvirt.ErrConfigUnsupported, "unsupported configuration"))},
 			d:      d,
-			want:   want{Class: backend.ClassPermanent, State: noParts()},
+			want:   written{Class: backend.ClassPermanent, State: noParts()},
 		},
 		"UserDataWithoutSource": {
 			reason: "userDataSecretRef needs a way to read Secrets.",
 			d: desired(func(d *Desired) {
 				d.Params.UserDataSecretRef = &commonv1alpha1.LocalSecretKeySelector{Name: "ud", Key: "user-data"}
 			}),
-			want: want{Class: backend.ClassPermanent, State: noParts()},
+			want: written{Class: backend.ClassPermanent, State: noParts()},
 		},
 		"Malformed": {
 			reason: "A malformed name is Permanent.",
 			d:      desired(withName("")),
-			want:   want{State: noParts(), Class: backend.ClassPermanent},
+			want:   written{State: noParts(), Class: backend.ClassPermanent},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := newFake(tc.fake...)
-			err := testBackend(f, nil).Create(context.Background(), tc.d)
-			if f.pools[testPool][testBase] == nil {
-				t.Fatalf("%s\nCreate(...) deleted the base image", tc.reason)
-			}
-			got := want{State: stateOf(f), Class: backend.ClassOf(err)}
-			// The seed's size depends on bcrypt's output; only its presence counts.
-			if v, ok := got.State.Volumes[seedName(d.Name)]; ok && v != 1234 {
-				got.State.Volumes[seedName(d.Name)] = 0
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nCreate(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
-			}
-		})
-	}
+	runWrites(t, "Create", func(b *Backend, d Desired) error { return b.Create(context.Background(), d) }, cases)
 }
 
 func TestCreateDomainXML(t *testing.T) {

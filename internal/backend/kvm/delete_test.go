@@ -27,50 +27,41 @@ func TestDelete(t *testing.T) {
 	all := func(st golibvirt.DomainState, reason int32) []fakeModifier {
 		return append(healthyVolumes(d), withDomain(ourDomain(t, d), st, reason))
 	}
-	type want struct {
-		State state
-		Class backend.Class
-	}
-	cases := map[string]struct {
-		reason string
-		fake   []fakeModifier
-		d      Desired
-		want   want
-	}{
+	cases := map[string]writeCase{
 		"Running": {
 			reason: "Delete destroys and undefines the domain and deletes both volumes.",
 			fake:   all(golibvirt.DomainRunning, 1),
 			d:      d,
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"ShutOff": {
 			reason: "Destroying a domain that is not running (55) is fine.",
 			fake:   all(golibvirt.DomainShutoff, 1),
 			d:      d,
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"OnlyNameAndOwnership": {
 			reason: "The garbage collector's Delete finds the pool in the metadata.",
 			fake:   all(golibvirt.DomainRunning, 1),
 			d:      deleteOnly(d),
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"VolumesWithoutDomain": {
 			reason: "Without our domain nothing is ours: volumes named like ours stay.",
 			fake:   healthyVolumes(d),
 			d:      deleteOnly(d),
-			want:   want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"ExternalNameOfBaseImage": {
 			reason: "An external name other than the derived one is Permanent: with 'base' the overlay's name is the base image's.",
 			d:      desired(withName("base")),
-			want:   want{State: noParts(), Class: backend.ClassPermanent},
+			want:   written{State: noParts(), Class: backend.ClassPermanent},
 		},
 		"Claim": {
 			reason: "A claim left by an interrupted Create is deleted with what it claims.",
 			fake:   []fakeModifier{withVolume(testPool, overlayName(d.Name), 2*gib), withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0)},
 			d:      deleteOnly(d),
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"ClaimsOnlyItsOwnNames": {
 			reason: "Metadata claiming a volume not named after the instance claims nothing.",
@@ -78,13 +69,13 @@ func TestDelete(t *testing.T) {
 				m.Volumes = []string{testBase, seedName(d.Name)}
 			}), golibvirt.DomainRunning, 1)),
 			d:    d,
-			want: want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib}}},
+			want: written{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib}}},
 		},
 		"Legacy": {
 			reason: "A domain made before claims were recorded owns the instance's volumes its disks use.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withoutClaims()), golibvirt.DomainRunning, 1)),
 			d:      deleteOnly(d),
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"LegacyDisksElsewhere": {
 			reason: "A legacy domain owns no volume its disks do not use, whatever its name.",
@@ -92,119 +83,90 @@ func TestDelete(t *testing.T) {
 				s.Overlay, s.Seed = "/"+testPool+"/"+testBase, "/elsewhere/seed.iso"
 			}), golibvirt.DomainRunning, 1)),
 			d:    deleteOnly(d),
-			want: want{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
+			want: written{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"Missing": {
 			reason: "Deleting what does not exist succeeds.",
 			d:      d,
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"MissingPool": {
 			reason: "A pool that is gone holds no volume.",
 			d:      desired(withPool("gone")),
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"UndefineFlagsRefused": {
 			reason: "When the driver refuses the undefine flags (test driver), Delete undefines without them.",
 			fake:   append(all(golibvirt.DomainRunning, 1), withErr("DomainUndefineFlags", lvErr(golibvirt.ErrInvalidArg, "unsupported flags (0x14)"))),
 			d:      d,
-			want:   want{State: noParts()},
+			want:   written{State: noParts()},
 		},
 		"AnotherOwner": {
 			reason: "A domain of another owner is left alone, with its volumes.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withMetaInstance("other")), golibvirt.DomainRunning, 1)),
 			d:      d,
-			want: want{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning},
+			want: written{Class: backend.ClassPermanent, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning},
 				Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"VolumeDeleteFails": {
 			reason: "A host error deleting a volume is Transient; the domain stays, to own what remains.",
 			fake:   append(all(golibvirt.DomainRunning, 1), withErr("StorageVolDelete "+seedName(d.Name), lvErr(golibvirt.ErrSystemError, "cannot unlink file"))),
 			d:      d,
-			want: want{Class: backend.ClassTransient, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff},
+			want: written{Class: backend.ClassTransient, State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainShutoff},
 				Volumes: map[string]uint64{seedName(d.Name): 1234}}},
 		},
 		"Malformed": {
 			reason: "A malformed name is Permanent.",
 			d:      desired(withName("a b")),
-			want:   want{State: noParts(), Class: backend.ClassPermanent},
+			want:   written{State: noParts(), Class: backend.ClassPermanent},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := newFake(tc.fake...)
-			err := testBackend(f, nil).Delete(context.Background(), tc.d)
-			if f.pools[testPool][testBase] == nil {
-				t.Fatalf("%s\nDelete(...) deleted the base image", tc.reason)
-			}
-			if diff := cmp.Diff(tc.want, want{State: stateOf(f), Class: backend.ClassOf(err)}); diff != "" {
-				t.Errorf("%s\nDelete(...): -want, +got:\n%s\nerror: %v", tc.reason, diff, err)
-			}
-		})
-	}
+	runWrites(t, "Delete", func(b *Backend, d Desired) error { return b.Delete(context.Background(), d) }, cases)
 }
 
 func TestUpdate(t *testing.T) {
 	d := desired()
 	mac := MACAddress(testUID)
 	kept := state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}
-	cases := map[string]struct {
-		reason string
-		fake   []fakeModifier
-		d      Desired
-		want   state
-	}{
+	cases := map[string]writeCase{
 		"UpToDate": {
 			reason: "An up-to-date running instance is left alone.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainRunning, 1), withAddress(d.Name, golibvirt.DomainInterfaceAddressesSrcLease, mac, "192.168.150.10")),
 			d:      d,
-			want:   kept,
+			want:   written{State: kept},
 		},
 		"Stopped": {
 			reason: "A stopped instance is deleted, to be created again.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d), golibvirt.DomainShutoff, 1)),
 			d:      d,
-			want:   noParts(),
+			want:   written{State: noParts()},
 		},
 		"ConfigChangedOnOldGuest": {
 			reason: "A running instance with another allowlist, made before its guest could apply one live, is replaced.",
 			fake:   append(healthyVolumes(d), withDomain(ourDomain(t, d, withGuestVersion("")), golibvirt.DomainRunning, 1)),
 			d:      desired(withDestinations("api.example.org")),
-			want:   noParts(),
+			want:   written{State: noParts()},
 		},
 		"VolumesWithoutDomain": {
 			reason: "Volumes without our domain are not ours: left alone.",
 			fake:   healthyVolumes(d),
 			d:      d,
-			want:   state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 1234}}},
 		},
 		"Interrupted": {
 			reason: "Update finishes what an interrupted Create began.",
 			fake:   []fakeModifier{withDomain(ourDomain(t, d, withoutDisks()), golibvirt.DomainShutoff, 0)},
 			d:      d,
-			want:   state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 0}, Uploaded: []string{seedName(d.Name)}},
+			want:   written{State: state{Domains: map[string]golibvirt.DomainState{d.Name: golibvirt.DomainRunning}, Volumes: map[string]uint64{overlayName(d.Name): 2 * gib, seedName(d.Name): 0}, Uploaded: []string{seedName(d.Name)}}},
 		},
 		"Gone": {
 			reason: "Updating what is gone does nothing.",
 			d:      d,
-			want:   noParts(),
+			want:   written{State: noParts()},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			f := newFake(tc.fake...)
-			if err := testBackend(f, nil).Update(context.Background(), tc.d); err != nil {
-				t.Fatalf("%s\nUpdate(...): %v", tc.reason, err)
-			}
-			got := stateOf(f)
-			if v, ok := got.Volumes[seedName(d.Name)]; ok && v != 1234 {
-				got.Volumes[seedName(d.Name)] = 0
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	// Update fails in none of them.
+	runWrites(t, "Update", func(b *Backend, d Desired) error { return b.Update(context.Background(), d) }, cases)
 }
 
 func TestList(t *testing.T) {

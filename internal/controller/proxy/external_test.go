@@ -138,6 +138,32 @@ func provisionedFalse(reason xpv2.ConditionReason, message string) xpv2.Conditio
 	return xpv2.Condition{Type: TypeProvisioned, Status: corev1.ConditionFalse, Reason: reason, Message: message}
 }
 
+// An errorClass is a class of backend error and what a resource says of it.
+type errorClass struct {
+	// what names the error in a case's reason.
+	what    string
+	wrap    func(error) error
+	reason  xpv2.ConditionReason
+	meaning string
+}
+
+// errorClasses returns the named classes: each operation's tests check the
+// classes it may meet.
+func errorClasses(names ...string) map[string]errorClass {
+	all := map[string]errorClass{
+		"QuotaError":        {what: "A quota error", wrap: backend.Quota, reason: "QuotaExceeded", meaning: meaningQuota},
+		"TransientError":    {what: "A transient error", wrap: backend.Transient, reason: "TransientError", meaning: meaningTransient},
+		"PermanentError":    {what: "A permanent error", wrap: backend.Permanent, reason: "PermanentError", meaning: meaningPermanent},
+		"NotFoundError":     {what: "A part the call needs that does not exist (say, a network)", wrap: backend.NotFound, reason: "NotFound", meaning: meaningNotFound},
+		"UnclassifiedError": {what: "An error no backend classified", wrap: func(err error) error { return err }, reason: "TransientError", meaning: meaningTransient},
+	}
+	classes := make(map[string]errorClass, len(names))
+	for _, n := range names {
+		classes[n] = all[n]
+	}
+	return classes
+}
+
 func TestExternalObserve(t *testing.T) {
 	running := backend.Observation[kobs]{State: commonv1alpha1.StateRunning, Ready: true, Endpoint: extEndpoint, UpToDate: true}
 	withState := func(s commonv1alpha1.InstanceState) backend.Observation[kobs] {
@@ -177,12 +203,13 @@ func TestExternalObserve(t *testing.T) {
 		// unobserved: status.atProvider is left as it was (empty).
 		unobserved bool
 	}
-	cases := map[string]struct {
+	type observeCase struct {
 		reason string
 		fields fields
 		mg     *v1alpha1.KubernetesProxy
 		want   want
-	}{
+	}
+	cases := map[string]observeCase{
 		"NotFound": {
 			reason: "A NotFound instance does not exist, so the managed reconciler creates it; no condition changes.",
 			fields: fields{
@@ -342,54 +369,14 @@ func TestExternalObserve(t *testing.T) {
 				conditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
 			},
 		},
-		"QuotaError": {
-			reason: "A quota error is wrapped with its meaning and recorded as Provisioned reason QuotaExceeded.",
-			fields: fields{
-				kube:    &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Quota(errBoom))},
-			},
-			mg: extMR(),
-			want: want{
-				err:        errors.Wrap(backend.Quota(errBoom), errObserve+": "+meaningQuota),
-				conditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
-			},
-		},
-		"TransientError": {
-			reason: "A transient error is recorded as Provisioned reason TransientError.",
-			fields: fields{
-				kube:    &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Transient(errBoom))},
-			},
-			mg: extMR(),
-			want: want{
-				err:        errors.Wrap(backend.Transient(errBoom), errObserve+": "+meaningTransient),
-				conditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
-			},
-		},
-		"PermanentError": {
-			reason: "A permanent error is recorded as Provisioned reason PermanentError.",
-			fields: fields{
-				kube:    &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(backend.Permanent(errBoom))},
-			},
-			mg: extMR(),
-			want: want{
-				err:        errors.Wrap(backend.Permanent(errBoom), errObserve+": "+meaningPermanent),
-				conditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
-			},
-		},
-		"UnclassifiedError": {
-			reason: "An error no backend classified counts as transient.",
-			fields: fields{
-				kube:    &test.MockClient{MockGet: givenSecret(alice)},
-				backend: backend.Fns[kparams, kobs]{ObserveFn: failing(errBoom)},
-			},
-			mg: extMR(),
-			want: want{
-				err:        errors.Wrap(errBoom, errObserve+": "+meaningTransient),
-				conditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
-			},
-		},
+	}
+	for name, c := range errorClasses("QuotaError", "TransientError", "PermanentError", "UnclassifiedError") {
+		cases[name] = observeCase{
+			reason: c.what + " is recorded as Provisioned reason " + string(c.reason) + ".",
+			fields: fields{kube: &test.MockClient{MockGet: givenSecret(alice)}, backend: backend.Fns[kparams, kobs]{ObserveFn: failing(c.wrap(errBoom))}},
+			mg:     extMR(),
+			want:   want{err: errors.Wrap(c.wrap(errBoom), errObserve+": "+c.meaning), conditions: []xpv2.Condition{provisionedFalse(c.reason, c.meaning)}},
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -423,7 +410,7 @@ func (p *statusPatches) fn() test.MockSubResourcePatchFn {
 
 // writeFn is a backend Create, Update or Delete that checks the credentials
 // it is given and returns err.
-func writeFn(want backend.Credentials, err error) func(context.Context, backend.Desired[kparams]) error {
+func writeFn(want backend.Credentials, err error) writeFunc {
 	return func(_ context.Context, d backend.Desired[kparams]) error {
 		if d.Credentials != want {
 			return errors.Errorf("got credentials %q, want %q", d.Credentials.Username, want.Username)
@@ -432,6 +419,33 @@ func writeFn(want backend.Credentials, err error) func(context.Context, backend.
 			return errors.Errorf("unexpected instance name %q", d.Name)
 		}
 		return err
+	}
+}
+
+// writeFunc is a backend's Create, Update or Delete.
+type writeFunc = func(context.Context, backend.Desired[kparams]) error
+
+// addClassCases adds to cases one case of op per named error class: the
+// backend fails with it; the call returns it wrapped in errOp and its
+// meaning, and saves the class's Provisioned condition once. Create and
+// Update pass the credentials from the Secret to the backend; Delete, of a resource
+// being deleted, reads no Secret (a missing credentials Secret must not block
+// the deletion of an instance) and passes none.
+func addClassCases(cases map[string]writeCase, op, errOp string, fns func(writeFunc) backend.Fns[kparams, kobs], names ...string) {
+	get, creds, mods := givenSecret(alice), alice, []mgOption(nil)
+	if op == "Delete" {
+		get, creds, mods = test.NewMockGetFn(errors.New("Delete must not read Secrets")), backend.Credentials{}, []mgOption{withDeletion()}
+	}
+	for name, c := range errorClasses(names...) {
+		cases[name] = writeCase{
+			reason:         c.what + " on " + op + " is saved as Provisioned reason " + string(c.reason) + ".",
+			kube:           &test.MockClient{MockGet: get},
+			backend:        fns(writeFn(creds, c.wrap(errBoom))),
+			mg:             extMR(mods...),
+			wantErr:        errors.Wrap(c.wrap(errBoom), errOp+": "+c.meaning),
+			wantConditions: []xpv2.Condition{provisionedFalse(c.reason, c.meaning)},
+			wantPatches:    1,
+		}
 	}
 }
 
@@ -495,52 +509,9 @@ func TestExternalCreate(t *testing.T) {
 			}},
 			mg: extMR(withGenerated()),
 		},
-		"QuotaError": {
-			reason:         "A quota error on Create is saved at once as Provisioned reason QuotaExceeded.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Quota(errBoom))},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(backend.Quota(errBoom), errCreate+": "+meaningQuota),
-			wantConditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
-			wantPatches:    1,
-		},
-		"TransientError": {
-			reason:         "A transient error on Create is saved as Provisioned reason TransientError.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Transient(errBoom))},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(backend.Transient(errBoom), errCreate+": "+meaningTransient),
-			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
-			wantPatches:    1,
-		},
-		"PermanentError": {
-			reason:         "A permanent error on Create is saved as Provisioned reason PermanentError.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.Permanent(errBoom))},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(backend.Permanent(errBoom), errCreate+": "+meaningPermanent),
-			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
-			wantPatches:    1,
-		},
-		"NotFoundError": {
-			reason:         "A part Create needs that does not exist (say, a network) is saved as Provisioned reason NotFound.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, backend.NotFound(errBoom))},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(backend.NotFound(errBoom), errCreate+": "+meaningNotFound),
-			wantConditions: []xpv2.Condition{provisionedFalse("NotFound", meaningNotFound)},
-			wantPatches:    1,
-		},
-		"UnclassifiedError": {
-			reason:         "An unclassified error on Create counts as transient.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{CreateFn: writeFn(alice, errBoom)},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(errBoom, errCreate+": "+meaningTransient),
-			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
-			wantPatches:    1,
-		},
 	}
+	addClassCases(cases, "Create", errCreate, func(fn writeFunc) backend.Fns[kparams, kobs] { return backend.Fns[kparams, kobs]{CreateFn: fn} },
+		"QuotaError", "TransientError", "PermanentError", "NotFoundError", "UnclassifiedError")
 	runWriteCases(t, "Create", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
 		_, err := e.Create(t.Context(), mg)
 		if got := meta.GetExternalName(mg); got != name {
@@ -567,16 +538,9 @@ func TestExternalUpdate(t *testing.T) {
 			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
 			wantPatches:    1,
 		},
-		"QuotaError": {
-			reason:         "A quota error on Update is saved as Provisioned reason QuotaExceeded.",
-			kube:           &test.MockClient{MockGet: givenSecret(alice)},
-			backend:        backend.Fns[kparams, kobs]{UpdateFn: writeFn(alice, backend.Quota(errBoom))},
-			mg:             extMR(),
-			wantErr:        errors.Wrap(backend.Quota(errBoom), errUpdate+": "+meaningQuota),
-			wantConditions: []xpv2.Condition{provisionedFalse("QuotaExceeded", meaningQuota)},
-			wantPatches:    1,
-		},
 	}
+	addClassCases(cases, "Update", errUpdate, func(fn writeFunc) backend.Fns[kparams, kobs] { return backend.Fns[kparams, kobs]{UpdateFn: fn} },
+		"QuotaError")
 	runWriteCases(t, "Update", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
 		_, err := e.Update(t.Context(), mg)
 		return err
@@ -594,25 +558,9 @@ func TestExternalDelete(t *testing.T) {
 			backend: backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, nil)},
 			mg:      extMR(withDeletion()),
 		},
-		"TransientError": {
-			reason:         "A transient error on Delete is saved as Provisioned reason TransientError.",
-			kube:           &test.MockClient{MockGet: noGet},
-			backend:        backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, backend.Transient(errBoom))},
-			mg:             extMR(withDeletion()),
-			wantErr:        errors.Wrap(backend.Transient(errBoom), errDelete+": "+meaningTransient),
-			wantConditions: []xpv2.Condition{provisionedFalse("TransientError", meaningTransient)},
-			wantPatches:    1,
-		},
-		"PermanentError": {
-			reason:         "A permanent error on Delete is saved as Provisioned reason PermanentError.",
-			kube:           &test.MockClient{MockGet: noGet},
-			backend:        backend.Fns[kparams, kobs]{DeleteFn: writeFn(backend.Credentials{}, backend.Permanent(errBoom))},
-			mg:             extMR(withDeletion()),
-			wantErr:        errors.Wrap(backend.Permanent(errBoom), errDelete+": "+meaningPermanent),
-			wantConditions: []xpv2.Condition{provisionedFalse("PermanentError", meaningPermanent)},
-			wantPatches:    1,
-		},
 	}
+	addClassCases(cases, "Delete", errDelete, func(fn writeFunc) backend.Fns[kparams, kobs] { return backend.Fns[kparams, kobs]{DeleteFn: fn} },
+		"TransientError", "PermanentError")
 	runWriteCases(t, "Delete", func(e *External[*v1alpha1.KubernetesProxy, kparams, kobs], mg *v1alpha1.KubernetesProxy) error {
 		_, err := e.Delete(t.Context(), mg)
 		return err
