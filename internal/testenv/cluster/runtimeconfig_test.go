@@ -87,11 +87,11 @@ func TestRenderRuntime(t *testing.T) {
 	}{
 		"Default": {
 			file: RuntimeDefault,
-			want: pod{ReadOnlyRoot: true, Args: []any{"--poll=5s"}, Env: []string{"TMPDIR", "SSL_CERT_FILE"}, Volumes: []string{"tmp", endpointCAConfigMap}},
+			want: pod{ReadOnlyRoot: true, Args: []any{"--poll=5s"}, Env: []string{"TMPDIR", "GOMEMLIMIT", "SSL_CERT_FILE"}, Volumes: []string{"tmp", endpointCAConfigMap}},
 		},
 		"HA": {
 			file: RuntimeHA,
-			want: pod{Replicas: float64(2), ReadOnlyRoot: true, Args: []any{"--poll=5s"}, Env: []string{"LEADER_ELECTION", "TMPDIR", "SSL_CERT_FILE"}, Volumes: []string{"tmp", endpointCAConfigMap}},
+			want: pod{Replicas: float64(2), ReadOnlyRoot: true, Args: []any{"--poll=5s"}, Env: []string{"LEADER_ELECTION", "TMPDIR", "GOMEMLIMIT", "SSL_CERT_FILE"}, Volumes: []string{"tmp", endpointCAConfigMap}},
 		},
 	}
 	stamps := map[string]bool{}
